@@ -1,0 +1,36 @@
+# The README's two commands: `make run` and `make test`. Both set up .venv when needed.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+# A CPU build of torch for machines without a GPU; GPU hosts install their own torch first.
+TORCH ?= torch==2.13.0
+STAMP := $(VENV)/.kerneljudge-installed
+
+.PHONY: run test setup lint typecheck check clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH)"
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/kerneljudge serve
+
+test: $(STAMP)
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+check: lint typecheck test
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""KernelJudge's service: settings, database, REST API, queue tasks and command line."""

@@ -1,0 +1,104 @@
+"""The FastAPI application: routers, error handlers and request limits."""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from server.errors import KernelJudgeError
+from server.leaderboards.endpoints import router as leaderboards_router
+from server.problems.endpoints import router as problems_router
+from server.settings import get_settings
+from server.submissions.endpoints import router as submissions_router
+
+log = logging.getLogger(__name__)
+
+
+def error_response(status_code: int, code: str, detail: str) -> JSONResponse:
+    return JSONResponse(status_code=status_code, content={"error": code, "detail": detail})
+
+
+class BodySizeLimit:
+    """Refuse request bodies over the limit with 413, whether or not they declare a length."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self.too_large()(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise BodyTooLarge
+            return message
+
+        try:
+            await self.app(scope, limited_receive, send)
+        except BodyTooLarge:
+            await self.too_large()(scope, receive, send)
+
+    def too_large(self) -> JSONResponse:
+        return error_response(413, "too_large", f"the request body is over {self.max_bytes} bytes")
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+def create_app() -> FastAPI:
+    settings = get_settings()
+    app = FastAPI(
+        title="KernelJudge",
+        version="0.1.0",
+        description="Submit GPU kernels, have them graded in a sandbox against a reference, "
+        "and see them ranked. Authenticate with `Authorization: Bearer TOKEN`.",
+    )
+
+    @app.exception_handler(KernelJudgeError)
+    async def kernel_judge_error(_request: Request, exc: KernelJudgeError) -> JSONResponse:
+        return error_response(exc.status_code, exc.code, exc.detail)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        detail = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in exc.errors()
+        )
+        return error_response(422, "invalid_request", detail)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
+        return error_response(exc.status_code, code, str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def unexpected_error(_request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        return error_response(500, "internal_error", "something went wrong on our side")
+
+    @app.get("/healthz", tags=["health"], summary="Liveness: the API answers")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    app.include_router(problems_router)
+    app.include_router(submissions_router)
+    app.include_router(leaderboards_router)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    return app

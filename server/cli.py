@@ -1,0 +1,208 @@
+"""The ``kerneljudge`` command line: serve, worker, grade, user add, problem add."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from server.devices import local_device
+
+app = typer.Typer(help="KernelJudge: a server for GPU kernel competitions.", no_args_is_help=True)
+user_app = typer.Typer(help="Manage users.", no_args_is_help=True)
+problem_app = typer.Typer(help="Manage problems.", no_args_is_help=True)
+app.add_typer(user_app, name="user")
+app.add_typer(problem_app, name="problem")
+
+err = Console(stderr=True)
+
+
+def prepare_database() -> None:
+    """Migrate to the newest schema and add or update the built-in problems."""
+    from server.db import migrate, session_scope
+    from server.problems.service import sync_builtin_problems
+
+    migrate()
+    with session_scope() as session:
+        sync_builtin_problems(session)
+
+
+def worker_argv(queues: list[str], *, grading: bool, concurrency: int) -> list[str]:
+    name = f"kj-{'-'.join(queues)}-{os.getpid()}@%h"
+    argv = ["worker", "--queues", ",".join(queues), "-n", name, "--loglevel", "INFO"]
+    if grading:
+        # Each grading gets a fresh process: no CUDA context or memory carries over.
+        argv += ["--pool", "prefork", "--concurrency", str(concurrency), "--max-tasks-per-child", "1"]
+    else:
+        argv += ["--pool", "solo"]
+    return argv
+
+
+@app.command()
+def worker(
+    queues: Annotated[
+        str | None,
+        typer.Option(help="comma-separated queues; default: this host's device type"),
+    ] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="gradings at once (one per GPU)")] = 1,
+) -> None:
+    """Run a worker: grades submissions for this host's device (or records results with
+    --queues results, next to the API)."""
+    from server.queue import RESULTS_QUEUE, celery_app
+    from server.submissions.tasks import WORKER_DEVICE_ENV
+
+    names = [q.strip() for q in (queues or "").split(",") if q.strip()]
+    kind = device_type = ""
+    if not names or any(q != RESULTS_QUEUE for q in names):
+        kind, device_type = local_device()
+    names = names or [device_type]
+    grading = [q for q in names if q != RESULTS_QUEUE]
+    if RESULTS_QUEUE in names:
+        prepare_database()
+    if grading:
+        os.environ[WORKER_DEVICE_ENV] = kind
+        err.print(f"grading on [bold]{kind}[/] ({device_type}); queues: {', '.join(names)}")
+    celery_app.worker_main(worker_argv(names, grading=bool(grading), concurrency=concurrency))
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+) -> None:
+    """Serve the API and pages; also record results, and with the embedded broker grade on
+    this host, so one machine is a complete install."""
+    import uvicorn
+
+    from server.app import create_app
+    from server.queue import RESULTS_QUEUE
+    from server.settings import get_settings
+
+    settings = get_settings()
+    prepare_database()
+    command = [sys.executable, "-m", "server.cli", "worker"]
+    children = [subprocess.Popen([*command, "--queues", RESULTS_QUEUE])]
+    if settings.broker_is_embedded:
+        children.append(subprocess.Popen(command))
+    try:
+        uvicorn.run(create_app(), host=host, port=port, log_level="info")
+    finally:
+        for child in children:
+            child.send_signal(signal.SIGTERM)
+        for child in children:
+            try:
+                child.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                child.kill()
+
+
+@app.command()
+def grade(
+    problem: Annotated[str, typer.Argument(help="problem folder or built-in problem name")],
+    submission: Annotated[Path, typer.Argument(help="the submission's Python file")],
+    mode: Annotated[str, typer.Option(help="test, benchmark or leaderboard")] = "test",
+    device: Annotated[str | None, typer.Option(help="cpu or cuda; default: cuda if present")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print one JSON report only")] = False,
+) -> None:
+    """Grade a submission locally, through the same harness a worker uses. Exits 0 only if
+    it passed."""
+    from grader.harness import grade as grade_submission
+    from grader.problem import ProblemError, load_problem
+
+    try:
+        loaded = load_problem(problem)
+        code = submission.read_text(encoding="utf-8")
+    except (ProblemError, OSError, UnicodeDecodeError) as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    if device is None:
+        device = local_device()[0]
+    try:
+        report = grade_submission(loaded, code, mode=mode, device=device)
+    except ValueError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    result = report.to_dict()
+    if as_json:
+        sys.stdout.write(json.dumps(result) + "\n")
+    else:
+        print_report(result)
+    raise typer.Exit(0 if result["status"] == "passed" else 1)
+
+
+def print_report(report: dict) -> None:
+    console = Console()
+    table = Table("case", "params", "status", "median", "cv", "samples")
+    for index, case in enumerate(report.get("cases", [])):
+        timing = case.get("time") or {}
+        median = timing.get("median_s")
+        table.add_row(
+            f"{case.get('kind')} {index}",
+            " ".join(f"{k}={v}" for k, v in case.get("params", {}).items()),
+            case.get("status", ""),
+            f"{median * 1e6:.2f} µs" if median is not None else "",
+            f"{timing['cv']:.2%}" if timing.get("cv") is not None else "",
+            str(timing.get("samples", "")),
+        )
+    console.print(table)
+    score = report.get("score")
+    colour = "green" if report["status"] == "passed" else "red"
+    console.print(f"status: [{colour}]{report['status']}[/]")
+    if score is not None:
+        console.print(f"score: {score * 1e6:.3f} µs (geometric mean of medians)")
+    if report.get("message"):
+        console.print(report["message"])
+
+
+@user_app.command("add")
+def user_add(
+    name: Annotated[str, typer.Argument(help="the user's name")],
+    admin: Annotated[bool, typer.Option("--admin", help="make the user an admin")] = False,
+) -> None:
+    """Create a user; the last line printed is a new API token (shown only once)."""
+    from server.db import session_scope
+    from server.errors import KernelJudgeError
+    from server.users.service import create_user, issue_token
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            user = create_user(session, name, is_admin=admin)
+            token = issue_token(session, user, label="created by 'kerneljudge user add'")
+    except KernelJudgeError as exc:
+        err.print(f"[red]error:[/] {exc.detail}")
+        raise typer.Exit(1) from exc
+    err.print(f"created {'admin ' if admin else ''}user {name!r}; API token:")
+    typer.echo(token)
+
+
+@problem_app.command("add")
+def problem_add(
+    path: Annotated[Path, typer.Argument(help="a GPU MODE problem folder")],
+    name: Annotated[str | None, typer.Option(help="name; default: the folder's")] = None,
+) -> None:
+    """Add a problem, or a new version of it when its files changed."""
+    from server.db import session_scope
+    from server.errors import KernelJudgeError
+    from server.problems.service import add_problem_from_path
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            problem = add_problem_from_path(session, path, name)
+            typer.echo(f"problem {problem.name!r} is at version {problem.version}")
+    except KernelJudgeError as exc:
+        err.print(f"[red]error:[/] {exc.detail}")
+        raise typer.Exit(1) from exc
+
+
+if __name__ == "__main__":
+    app()

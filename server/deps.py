@@ -1,0 +1,59 @@
+"""Request dependencies: the database session, the settings and the authenticated user."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Annotated
+
+from fastapi import Depends
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.orm import Session
+
+from server.db import get_sessionmaker
+from server.errors import Forbidden, NotAuthenticated
+from server.models import User
+from server.settings import Settings, get_settings
+from server.users.service import authenticate
+
+bearer = HTTPBearer(auto_error=False, description="an API token from `kerneljudge user add`")
+
+
+def get_session() -> Iterator[Session]:
+    """One session per request: committed when the route returns, rolled back on error."""
+    session = get_sessionmaker()()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
+SessionDep = Annotated[Session, Depends(get_session)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+
+
+def get_optional_user(session: SessionDep, credentials: Credentials) -> User | None:
+    if credentials is None:
+        return None
+    return authenticate(session, credentials.credentials)
+
+
+def get_current_user(session: SessionDep, credentials: Credentials) -> User:
+    if credentials is None:
+        raise NotAuthenticated("send an API token: 'Authorization: Bearer TOKEN'")
+    return authenticate(session, credentials.credentials)
+
+
+def get_admin_user(user: Annotated[User, Depends(get_current_user)]) -> User:
+    if not user.is_admin:
+        raise Forbidden("this needs an admin's token")
+    return user
+
+
+OptionalUser = Annotated[User | None, Depends(get_optional_user)]
+CurrentUser = Annotated[User, Depends(get_current_user)]
+AdminUser = Annotated[User, Depends(get_admin_user)]

@@ -1,0 +1,21 @@
+"""This host's device, found in a short-lived process so that a server or worker process
+never initialises CUDA itself (a worker forks its grading processes after this)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from functools import lru_cache
+
+PROBE = (
+    "from grader.device import detect_device; d = detect_device(); print(d.kind, d.device_type)"
+)
+
+
+@lru_cache
+def local_device() -> tuple[str, str]:
+    """(device kind, device type), e.g. ("cuda", "h200") or ("cpu", "cpu")."""
+    output = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split()
+    return output[-2], output[-1]

@@ -1,0 +1,83 @@
+"""The service's errors. Every error a request can cause is a ``KernelJudgeError``:
+
+    KernelJudgeError            base; carries an HTTP status and a machine-readable code
+    ├── BadRequest              422  malformed or invalid input ("invalid_request")
+    ├── PayloadTooLarge         413  code or body over the size limit ("too_large")
+    ├── NotAuthenticated        401  missing, malformed, unknown or revoked token
+    ├── Forbidden               403  authenticated but not allowed (e.g. not an admin)
+    ├── NotFound                404  unknown problem, submission, ...
+    └── Conflict                409  the request clashes with existing state
+
+One handler turns each into ``{"error": code, "detail": message}``; request validation
+errors and unknown routes get the same shape, so clients parse one format.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+
+class ErrorBody(BaseModel):
+    error: str
+    detail: str
+
+
+class KernelJudgeError(Exception):
+    status_code = 400
+    code = "bad_request"
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail)
+        self.detail = detail
+
+
+class BadRequest(KernelJudgeError):
+    """The request is malformed or names something invalid."""
+
+    status_code = 422
+    code = "invalid_request"
+
+
+class PayloadTooLarge(KernelJudgeError):
+    """The code or the request body is over its size limit."""
+
+    status_code = 413
+    code = "too_large"
+
+
+class NotAuthenticated(KernelJudgeError):
+    """No valid bearer token was given."""
+
+    status_code = 401
+    code = "not_authenticated"
+
+
+class Forbidden(KernelJudgeError):
+    """The token is valid but its user may not do this."""
+
+    status_code = 403
+    code = "forbidden"
+
+
+class NotFound(KernelJudgeError):
+    """No such problem, submission or leaderboard."""
+
+    status_code = 404
+    code = "not_found"
+
+
+class Conflict(KernelJudgeError):
+    """The request clashes with existing state."""
+
+    status_code = 409
+    code = "conflict"
+
+
+def responses(*errors: type[KernelJudgeError]) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses=`` for a route, so the schema shows its error bodies."""
+    return {
+        error.status_code: {"model": ErrorBody, "description": error.__doc__ or error.code}
+        for error in errors
+    }

@@ -1,0 +1,1 @@
+"""Leaderboards: each user's best passing score per problem and device type."""

@@ -1,0 +1,21 @@
+"""Response bodies of the leaderboards API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+
+class LeaderboardEntry(BaseModel):
+    rank: int
+    user: str
+    score: float = Field(description="seconds: geometric mean of the benchmark cases' medians")
+    submission_id: int
+    submitted_at: datetime
+
+
+class Leaderboard(BaseModel):
+    problem: str
+    gpu: str
+    entries: list[LeaderboardEntry]

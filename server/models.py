@@ -1,0 +1,140 @@
+"""The tables: users and their API tokens, problems, submissions and their per-case runs."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+    type_annotation_map = {dict[str, Any]: JSON, list[str]: JSON, list[Any]: JSON}
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    password_hash: Mapped[str | None] = mapped_column(String(255), default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+    tokens: Mapped[list[ApiToken]] = relationship(back_populates="user")
+
+
+class ApiToken(Base):
+    """A bearer token; only its SHA-256 is stored (tokens are 256-bit random, so no salt)."""
+
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    label: Mapped[str] = mapped_column(String(100), default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+
+    user: Mapped[User] = relationship(back_populates="tokens")
+
+
+class Problem(Base):
+    __tablename__ = "problems"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    # The resolved problem folder (file name -> text): what a worker needs to grade.
+    files: Mapped[dict[str, Any]] = mapped_column(JSON)
+    files_sha256: Mapped[str] = mapped_column(String(64))
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    gpu_types: Mapped[list[str]] = mapped_column(JSON, default=list)
+    secret_seed: Mapped[int] = mapped_column(BigInteger)
+    is_public: Mapped[bool] = mapped_column(Boolean, default=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class Submission(Base):
+    __tablename__ = "submissions"
+    __table_args__ = (
+        Index("ix_submissions_leaderboard", "problem_id", "gpu_type", "mode", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id"), index=True)
+    problem_version: Mapped[int] = mapped_column(Integer)
+    code: Mapped[str] = mapped_column(Text)
+    code_sha256: Mapped[str] = mapped_column(String(64), index=True)
+    mode: Mapped[str] = mapped_column(String(16))
+    gpu_type: Mapped[str] = mapped_column(String(32))
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    score: Mapped[float | None] = mapped_column(Float, default=None)
+    message: Mapped[str] = mapped_column(Text, default="")
+    flags: Mapped[list[str]] = mapped_column(JSON, default=list)
+    report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    worker: Mapped[str | None] = mapped_column(String(200), default=None)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True), default=None)
+
+    user: Mapped[User] = relationship()
+    problem: Mapped[Problem] = relationship()
+    runs: Mapped[list[Run]] = relationship(
+        back_populates="submission", order_by="Run.index", cascade="all, delete-orphan"
+    )
+
+
+class Run(Base):
+    """One case of a submission's grading: its parameters, verdict and time statistics."""
+
+    __tablename__ = "runs"
+    __table_args__ = (UniqueConstraint("submission_id", "index"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), index=True
+    )
+    index: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    params: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16))
+    message: Mapped[str] = mapped_column(Text, default="")
+    median_s: Mapped[float | None] = mapped_column(Float, default=None)
+    mean_s: Mapped[float | None] = mapped_column(Float, default=None)
+    min_s: Mapped[float | None] = mapped_column(Float, default=None)
+    cv: Mapped[float | None] = mapped_column(Float, default=None)
+    samples: Mapped[int | None] = mapped_column(Integer, default=None)
+
+    submission: Mapped[Submission] = relationship(back_populates="runs")

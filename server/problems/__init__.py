@@ -1,0 +1,1 @@
+"""Problems: the built-in set, adding and listing them."""

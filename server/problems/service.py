@@ -1,0 +1,97 @@
+"""Adding problems (built-in ones on start, others from a folder) and reading them."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+
+from sqlalchemy.orm import Session
+
+from grader.problem import Problem as GraderProblem
+from grader.problem import ProblemError, builtin_problems, load_problem
+from server.devices import local_device
+from server.errors import BadRequest, NotFound
+from server.models import Problem, User, utcnow
+from server.problems import repository
+from server.settings import Settings
+
+PROBLEM_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
+
+
+def files_digest(files: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+
+
+def upsert_problem(session: Session, loaded: GraderProblem, name: str | None = None) -> Problem:
+    """Add a problem, or make a new version of it when its files changed."""
+    name = (name or loaded.name).lower()
+    if not PROBLEM_NAME.match(name):
+        raise BadRequest(
+            f"invalid problem name {name!r}: use lowercase letters, digits, '_' and '-'"
+        )
+    digest = files_digest(loaded.files)
+    gpu_types = [str(gpu).lower() for gpu in loaded.spec.get("gpus", [])]
+    problem = repository.get_problem(session, name)
+    if problem is None:
+        problem = Problem(
+            name=name,
+            description=loaded.description,
+            files=loaded.files,
+            files_sha256=digest,
+            version=1,
+            gpu_types=gpu_types,
+            secret_seed=secrets.randbits(62),
+        )
+        session.add(problem)
+    elif problem.files_sha256 != digest:
+        problem.description = loaded.description
+        problem.files = loaded.files
+        problem.files_sha256 = digest
+        problem.gpu_types = gpu_types
+        problem.version += 1
+        # A new version gets a new secret seed: ranked inputs never carry over.
+        problem.secret_seed = secrets.randbits(62)
+        problem.updated_at = utcnow()
+    session.flush()
+    return problem
+
+
+def add_problem_from_path(session: Session, path: Path, name: str | None = None) -> Problem:
+    try:
+        loaded = load_problem(path)
+    except ProblemError as exc:
+        raise BadRequest(str(exc)) from exc
+    return upsert_problem(session, loaded, name)
+
+
+def sync_builtin_problems(session: Session) -> list[Problem]:
+    return [upsert_problem(session, loaded) for loaded in builtin_problems()]
+
+
+def get_visible_problem(session: Session, name: str, user: User | None) -> Problem:
+    problem = repository.get_problem(session, name)
+    if problem is None or (not problem.is_public and not (user and user.is_admin)):
+        raise NotFound(f"no problem named {name!r}")
+    return problem
+
+
+def list_visible_problems(session: Session, user: User | None) -> Sequence[Problem]:
+    return repository.list_problems(session, include_hidden=bool(user and user.is_admin))
+
+
+def gpu_types_for(problem: Problem, settings: Settings) -> list[str]:
+    """Device types a submission to this problem may ask for: the service's, narrowed to the
+    problem's own list when it has one."""
+    offered = settings.gpu_types or [local_device()[1]]
+    if problem.gpu_types:
+        return [gpu for gpu in offered if gpu in problem.gpu_types]
+    return list(offered)
+
+
+def current_version(session: Session, name: str) -> int | None:
+    problem = repository.get_problem(session, name.lower())
+    return None if problem is None else problem.version

@@ -1,0 +1,52 @@
+"""The Celery app: one queue per device type for gradings, and a ``results`` queue served
+next to the API, where reports are written to the database."""
+
+from __future__ import annotations
+
+import warnings
+
+from celery import Celery
+from sqlalchemy.exc import SADeprecationWarning
+
+from server.settings import Settings, get_settings
+
+RESULTS_QUEUE = "results"
+
+# kombu's SQLAlchemy transport (the embedded broker) still declares lazy="noload"; the
+# warning says nothing a user can act on.
+warnings.filterwarnings(
+    "ignore", message="The ``noload`` loader strategy is deprecated", category=SADeprecationWarning
+)
+
+
+def make_celery(settings: Settings) -> Celery:
+    app = Celery("kerneljudge", broker=settings.resolved_broker_url)
+    transport_options: dict[str, object] = {}
+    if not settings.broker_is_embedded:
+        # Redis hands an unacknowledged message out again after this long; a grading that
+        # is still running must never be given to a second worker.
+        transport_options["visibility_timeout"] = settings.visibility_timeout_s
+    app.conf.update(
+        imports=["server.submissions.tasks"],
+        task_serializer="json",
+        accept_content=["json"],
+        # Reports go to our own tables through the results step, never to a result backend.
+        task_ignore_result=True,
+        task_store_errors_even_if_ignored=False,
+        # A grading is acknowledged only once it has finished, and handed out again when its
+        # worker dies, so SIGKILL or a lost host never loses a submission.
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        broker_transport_options=transport_options,
+        broker_connection_retry_on_startup=True,
+        task_create_missing_queues=True,
+        worker_hijack_root_logger=False,
+        worker_redirect_stdouts=False,
+        enable_utc=True,
+    )
+    return app
+
+
+celery_app = make_celery(get_settings())

@@ -1,0 +1,68 @@
+"""The service's settings, read from the environment with the prefix ``KJ_``."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+EMBEDDED = "embedded"
+
+
+class Settings(BaseSettings):
+    """Every setting is documented in the README's "Settings" table."""
+
+    model_config = SettingsConfigDict(env_prefix="KJ_", extra="ignore")
+
+    data_dir: Path = Field(default=Path("./var"), description="SQLite DB, embedded broker, logs")
+    database_url: str = Field(default="", description="default: SQLite file in data_dir")
+    broker_url: str = Field(default=EMBEDDED, description="'embedded' or redis://...")
+    gpu_types: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="device types submissions may ask for; default: this host's own",
+    )
+    max_code_bytes: int = 1_000_000
+    max_request_bytes: int = 60_000_000
+    max_archive_bytes: int = 20_000_000
+    # Longer than the longest grading, so a live worker's job is never handed out twice.
+    visibility_timeout_s: int = 3600
+    grading_timeout_s: float = 900.0
+    secret_seed: int | None = Field(
+        default=None, description="mixed into leaderboard-mode case seeds; default: per problem"
+    )
+
+    @field_validator("gpu_types", mode="before")
+    @classmethod
+    def _split_gpu_types(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip().lower() for part in value.split(",") if part.strip()]
+        return value
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'kerneljudge.sqlite3').resolve()}"
+
+    @property
+    def broker_is_embedded(self) -> bool:
+        return self.broker_url in ("", EMBEDDED)
+
+    @property
+    def resolved_broker_url(self) -> str:
+        if self.broker_is_embedded:
+            return f"sqla+sqlite:///{(self.data_dir / 'broker.sqlite3').resolve()}"
+        return self.broker_url
+
+    def ensure_data_dir(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+
+
+@lru_cache
+def get_settings() -> Settings:
+    settings = Settings()
+    settings.ensure_data_dir()
+    return settings

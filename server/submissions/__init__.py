@@ -1,0 +1,1 @@
+"""Accepting submissions, queueing their grading and recording their reports."""

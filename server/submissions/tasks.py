@@ -1,0 +1,69 @@
+"""Queue tasks. ``grade`` runs on a GPU worker, holds no database credentials and returns
+the report; ``record_started`` and ``record_report`` run on the ``results`` queue next to
+the API and write to the database."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from typing import Any
+
+from server.queue import RESULTS_QUEUE, celery_app
+
+log = logging.getLogger(__name__)
+
+WORKER_DEVICE_ENV = "KJ_WORKER_DEVICE"
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+@celery_app.task(name="kerneljudge.grade")
+def grade(submission_id: int, payload: dict[str, Any]) -> dict[str, Any]:
+    """Grade one submission on this worker's device and hand the report to the results step."""
+    from grader.harness import grade as grade_submission
+    from grader.problem import problem_from_files
+
+    record_started.apply_async((submission_id, worker_name()), queue=RESULTS_QUEUE)
+    device = os.environ.get(WORKER_DEVICE_ENV, "cpu")
+    try:
+        problem = problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
+        report = grade_submission(
+            problem,
+            payload["code"],
+            mode=payload["mode"],
+            device=device,
+            secret_seed=payload.get("secret_seed"),
+            timeout_s=payload.get("timeout_s"),
+        ).to_dict()
+    except Exception as exc:  # a grader bug must still end the submission, not strand it
+        log.exception("grading submission %s failed inside the grader", submission_id)
+        report = {
+            "status": "error",
+            "score": None,
+            "message": f"the grader failed on this worker ({type(exc).__name__}); "
+            "an organizer has been told through the worker's log",
+            "flags": ["grader_failure"],
+            "cases": [],
+        }
+    return {"submission_id": submission_id, "worker": worker_name(), "report": report}
+
+
+@celery_app.task(name="kerneljudge.record_started")
+def record_started(submission_id: int, worker: str) -> None:
+    from server.db import session_scope
+    from server.submissions import service
+
+    with session_scope() as session:
+        service.mark_running(session, submission_id, worker)
+
+
+@celery_app.task(name="kerneljudge.record_report")
+def record_report(result: dict[str, Any]) -> None:
+    from server.db import session_scope
+    from server.submissions import service
+
+    with session_scope() as session:
+        service.record_report(session, result["submission_id"], result["report"], result["worker"])

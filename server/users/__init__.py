@@ -1,0 +1,1 @@
+"""Users and their API tokens."""

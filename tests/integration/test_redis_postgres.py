@@ -1,0 +1,74 @@
+"""Production shape: PostgreSQL, Redis, `serve` (API and results step) and a separate
+grading worker process. A worker killed mid-grading loses nothing, and the submission is
+recorded once."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, func, select
+
+from server.models import Run
+from tests.integration.processes import (
+    TERMINAL,
+    add_user,
+    kerneljudge,
+    running,
+    service_env,
+    serving,
+    stop_group,
+    submit,
+    wait_for,
+)
+from tests.services import fresh_postgres_database, fresh_redis_url
+
+pytestmark = pytest.mark.integration
+
+# Slow enough at import that the worker can be killed while it grades.
+SLOW_HONEST = """
+import time
+import torch
+time.sleep(4)
+
+def custom_kernel(data):
+    a, b, out = data
+    return torch.add(a, b, out=out)
+"""
+
+
+def test_worker_killed_mid_grading_then_restarted(tmp_path: Path) -> None:
+    with fresh_postgres_database() as database_url:
+        env = service_env(
+            tmp_path / "var",
+            database_url=database_url,
+            broker_url=fresh_redis_url(),
+            visibility_timeout_s="10",
+        )
+        token = add_user(env, "grace")
+        log = tmp_path / "services.log"
+        with serving(env, log) as base:
+            with running(kerneljudge("worker"), env, tmp_path / "worker1.log") as first:
+                sid = submit(base, token, "vectoradd", SLOW_HONEST, "test")
+                wait_for(base, token, sid, {"running"}, 90, tmp_path / "worker1.log")
+                time.sleep(1.0)
+                stop_group(first, signal.SIGKILL)
+            killed = httpx.get(
+                f"{base}/api/v1/submissions/{sid}", headers={"Authorization": f"Bearer {token}"}
+            ).json()
+            assert killed["status"] == "running"
+
+            with running(kerneljudge("worker"), env, tmp_path / "worker2.log"):
+                report = wait_for(base, token, sid, TERMINAL, 150, tmp_path / "worker2.log")
+                assert report["status"] == "passed", report["message"]
+                # Let a possible second delivery of the same job finish and be dropped.
+                time.sleep(3)
+
+        engine = create_engine(database_url)
+        with engine.connect() as connection:
+            runs = connection.scalar(select(func.count()).select_from(Run).where(Run.submission_id == sid))
+        engine.dispose()
+        assert runs == len(report["cases"]) > 0

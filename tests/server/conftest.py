@@ -1,0 +1,65 @@
+"""An API client against the app in this process: SQLite in the test data dir, the
+embedded broker (messages are really sent; no worker consumes them here)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+
+from server.app import create_app
+from server.db import migrate, session_scope
+from server.problems.service import sync_builtin_problems
+from server.users.service import create_user, issue_token
+
+
+@pytest.fixture(scope="session")
+def database() -> None:
+    migrate()
+    with session_scope() as session:
+        sync_builtin_problems(session)
+
+
+@dataclass
+class Account:
+    name: str
+    token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+_counter = iter(range(1_000_000))
+
+
+def make_account(*, admin: bool = False) -> Account:
+    name = f"user{next(_counter)}{'-admin' if admin else ''}"
+    with session_scope() as session:
+        user = create_user(session, name, is_admin=admin)
+        token = issue_token(session, user)
+    return Account(name, token)
+
+
+@pytest.fixture
+def alice(database: None) -> Account:
+    return make_account()
+
+
+@pytest.fixture
+def admin(database: None) -> Account:
+    return make_account(admin=True)
+
+
+@pytest.fixture
+async def client(database: None) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=create_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        yield http
+
+
+@pytest.fixture
+def anyio_backend() -> Iterator[str]:
+    yield "asyncio"

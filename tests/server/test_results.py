@@ -1,0 +1,73 @@
+"""The results step: a report is recorded once, however often it arrives."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from server.db import session_scope
+from server.models import Problem, Run, Submission, User
+from server.submissions import service
+from tests.server.conftest import Account
+
+REPORT = {
+    "status": "passed",
+    "score": 0.002,
+    "message": "all cases passed",
+    "flags": [],
+    "cases": [
+        {"kind": "benchmark", "params": {"size": 1024, "seed": 1}, "status": "passed",
+         "message": "", "time": {"median_s": 0.002, "mean_s": 0.0021, "min_s": 0.0019, "cv": 0.01, "samples": 12}},
+    ],
+}
+
+
+def new_submission(alice: Account) -> int:
+    with session_scope() as db:
+        user = db.scalar(select(User).where(User.name == alice.name))
+        problem = db.scalar(select(Problem).where(Problem.name == "vectoradd"))
+        assert user is not None and problem is not None
+        submission = Submission(
+            user_id=user.id, problem_id=problem.id, problem_version=problem.version, code="x",
+            code_sha256="0" * 64, mode="leaderboard", gpu_type="cpu", flags=[],
+        )
+        db.add(submission)
+        db.flush()
+        return submission.id
+
+
+def test_duplicate_reports_are_recorded_once(alice: Account) -> None:
+    sid = new_submission(alice)
+    with session_scope() as db:
+        service.mark_running(db, sid, "host:1")
+    with session_scope() as db:
+        assert service.record_report(db, sid, REPORT, "host:1") is True
+    second = {**REPORT, "status": "failed", "score": None, "message": "different"}
+    with session_scope() as db:
+        assert service.record_report(db, sid, second, "host:2") is False
+        service.mark_running(db, sid, "host:3")  # a late "started" must not reopen it
+    with session_scope() as db:
+        stored = db.get(Submission, sid)
+        assert stored is not None
+        assert (stored.status, stored.score, stored.message) == ("passed", 0.002, "all cases passed")
+        assert stored.started_at is not None and stored.finished_at is not None
+        runs = db.scalars(select(Run).where(Run.submission_id == sid)).all()
+        assert [(r.kind, r.median_s, r.samples) for r in runs] == [("benchmark", 0.002, 12)]
+
+
+def test_invalid_status_from_a_worker_becomes_error(alice: Account) -> None:
+    sid = new_submission(alice)
+    with session_scope() as db:
+        service.record_report(db, sid, {**REPORT, "status": "awesome"}, "host:1")
+    with session_scope() as db:
+        stored = db.get(Submission, sid)
+        assert stored is not None and stored.status == "error" and stored.score is None
+        assert "invalid status" in stored.message
+
+
+def test_score_only_kept_for_passed(alice: Account) -> None:
+    sid = new_submission(alice)
+    with session_scope() as db:
+        service.record_report(db, sid, {**REPORT, "status": "failed"}, "host:1")
+    with session_scope() as db:
+        stored = db.get(Submission, sid)
+        assert stored is not None and stored.status == "failed" and stored.score is None

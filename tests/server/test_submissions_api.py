@@ -1,0 +1,182 @@
+"""Submitting through the REST API: what is accepted, and a clear 4xx for every bad request."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from server.db import session_scope
+from server.models import Submission
+from tests.server.conftest import Account
+
+pytestmark = pytest.mark.anyio
+
+HONEST = """
+import torch
+def custom_kernel(data):
+    a, b, out = data
+    return torch.add(a, b, out=out)
+"""
+
+
+def assert_error(response: httpx.Response, status: int, code: str, *words: str) -> None:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["error"] == code
+    for word in words:
+        assert word in body["detail"], body["detail"]
+
+
+async def test_json_submission_is_queued_and_readable(client: httpx.AsyncClient, alice: Account) -> None:
+    response = await client.post(
+        "/api/v1/submissions",
+        json={"problem": "vectoradd", "code": HONEST, "mode": "leaderboard"},
+        headers=alice.headers,
+    )
+    assert response.status_code == 202, response.text
+    accepted = response.json()
+    assert accepted["status"] == "queued"
+
+    read = await client.get(f"/api/v1/submissions/{accepted['id']}", headers=alice.headers)
+    assert read.status_code == 200
+    body = read.json()
+    assert body["problem"] == "vectoradd"
+    assert body["user"] == alice.name
+    assert body["mode"] == "leaderboard"
+    assert body["gpu"] == "cpu"
+    assert body["status"] == "queued"
+    assert body["queue_position"] >= 0
+    assert body["code"] == HONEST
+    assert body["score"] is None
+
+
+async def test_multipart_file_submission(client: httpx.AsyncClient, alice: Account) -> None:
+    response = await client.post(
+        "/api/v1/submissions",
+        data={"problem": "vectoradd", "mode": "test"},
+        files={"file": ("submission.py", HONEST.encode(), "text/x-python")},
+        headers=alice.headers,
+    )
+    assert response.status_code == 202, response.text
+    with session_scope() as session:
+        stored = session.get(Submission, response.json()["id"])
+        assert stored is not None and stored.code == HONEST and stored.mode == "test"
+
+
+async def test_missing_and_bad_tokens(client: httpx.AsyncClient, database: None) -> None:
+    body = {"problem": "vectoradd", "code": HONEST}
+    assert_error(await client.post("/api/v1/submissions", json=body), 401, "not_authenticated", "Bearer")
+    bad = {"Authorization": "Bearer kj_not-a-real-token"}
+    assert_error(await client.post("/api/v1/submissions", json=body, headers=bad), 401, "not_authenticated", "unknown")
+    basic = {"Authorization": "Basic dXNlcjpwYXNz"}
+    assert_error(await client.post("/api/v1/submissions", json=body, headers=basic), 401, "not_authenticated")
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "code", "words"),
+    [
+        ({"problem": "no-such-problem", "code": HONEST}, 404, "not_found", ("no-such-problem",)),
+        ({"problem": "vectoradd", "code": HONEST, "mode": "fastest"}, 422, "invalid_request", ("mode",)),
+        ({"problem": "vectoradd", "code": HONEST, "gpu": "tpu"}, 422, "invalid_request", ("tpu", "available: cpu")),
+        ({"problem": "vectoradd"}, 422, "invalid_request", ("code",)),
+        ({"problem": "vectoradd", "code": "   "}, 422, "invalid_request", ("empty",)),
+        ({"problem": "vectoradd", "code": HONEST, "colour": "red"}, 422, "invalid_request", ("colour",)),
+        ([1, 2, 3], 422, "invalid_request", ()),
+    ],
+)
+async def test_invalid_json_bodies(
+    client: httpx.AsyncClient, alice: Account, body: object, status: int, code: str, words: tuple[str, ...]
+) -> None:
+    response = await client.post("/api/v1/submissions", json=body, headers=alice.headers)
+    assert_error(response, status, code, *words)
+
+
+async def test_malformed_json(client: httpx.AsyncClient, alice: Account) -> None:
+    response = await client.post(
+        "/api/v1/submissions",
+        content=b'{"problem": "vectoradd", "code": ',
+        headers={**alice.headers, "Content-Type": "application/json"},
+    )
+    assert_error(response, 422, "invalid_request", "not valid JSON")
+
+
+async def test_non_utf8_bodies(client: httpx.AsyncClient, alice: Account) -> None:
+    raw_json = b'{"problem": "vectoradd", "code": "\xff\xfe"}'
+    response = await client.post(
+        "/api/v1/submissions", content=raw_json, headers={**alice.headers, "Content-Type": "application/json"}
+    )
+    assert_error(response, 422, "invalid_request", "not valid JSON")
+    response = await client.post(
+        "/api/v1/submissions",
+        data={"problem": "vectoradd"},
+        files={"file": ("submission.py", b"x = '\xff'\n", "text/x-python")},
+        headers=alice.headers,
+    )
+    assert_error(response, 422, "invalid_request", "not UTF-8")
+
+
+async def test_code_over_one_megabyte(client: httpx.AsyncClient, alice: Account) -> None:
+    big = HONEST + "#" * 1_000_001
+    response = await client.post(
+        "/api/v1/submissions", json={"problem": "vectoradd", "code": big}, headers=alice.headers
+    )
+    assert_error(response, 413, "too_large", "1000000 bytes")
+    response = await client.post(
+        "/api/v1/submissions",
+        data={"problem": "vectoradd"},
+        files={"file": ("submission.py", big.encode(), "text/x-python")},
+        headers=alice.headers,
+    )
+    assert_error(response, 413, "too_large")
+
+
+async def test_request_body_over_limit(client: httpx.AsyncClient, alice: Account) -> None:
+    response = await client.post(
+        "/api/v1/submissions",
+        content=b"x" * 60_000_001,
+        headers={**alice.headers, "Content-Type": "application/json"},
+    )
+    assert_error(response, 413, "too_large")
+
+
+async def test_multipart_without_file(client: httpx.AsyncClient, alice: Account) -> None:
+    response = await client.post(
+        "/api/v1/submissions", data={"problem": "vectoradd"}, files={"other": ("a", b"b")}, headers=alice.headers
+    )
+    assert_error(response, 422, "invalid_request", "'file'")
+
+
+async def test_wrong_content_type(client: httpx.AsyncClient, alice: Account) -> None:
+    response = await client.post(
+        "/api/v1/submissions", content=HONEST, headers={**alice.headers, "Content-Type": "text/plain"}
+    )
+    assert_error(response, 422, "invalid_request", "JSON")
+
+
+async def test_other_users_cannot_read_a_submission(
+    client: httpx.AsyncClient, alice: Account, admin: Account
+) -> None:
+    from tests.server.conftest import make_account
+
+    created = await client.post(
+        "/api/v1/submissions", json={"problem": "vectoradd", "code": HONEST}, headers=alice.headers
+    )
+    sid = created.json()["id"]
+    bob = make_account()
+    assert_error(await client.get(f"/api/v1/submissions/{sid}", headers=bob.headers), 404, "not_found")
+    assert (await client.get(f"/api/v1/submissions/{sid}", headers=admin.headers)).status_code == 200
+    assert_error(await client.get("/api/v1/submissions/99999999", headers=alice.headers), 404, "not_found")
+    assert_error(await client.get("/api/v1/submissions/abc", headers=alice.headers), 422, "invalid_request")
+
+
+async def test_unknown_route_and_method(client: httpx.AsyncClient) -> None:
+    assert_error(await client.get("/api/v1/nothing-here"), 404, "not_found")
+    assert_error(await client.delete("/healthz"), 405, "method_not_allowed")
+
+
+async def test_openapi_lists_both_submission_bodies(client: httpx.AsyncClient) -> None:
+    schema = (await client.get("/openapi.json")).json()
+    post = schema["paths"]["/api/v1/submissions"]["post"]
+    assert set(post["requestBody"]["content"]) == {"application/json", "multipart/form-data"}
+    assert {"202", "401", "404", "413", "422"} <= set(post["responses"])
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
