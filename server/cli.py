@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -15,6 +16,8 @@ from rich.console import Console
 from rich.table import Table
 
 from server.devices import local_device
+
+PR_SET_PDEATHSIG = 1
 
 app = typer.Typer(help="KernelJudge: a server for GPU kernel competitions.", no_args_is_help=True)
 user_app = typer.Typer(help="Manage users.", no_args_is_help=True)
@@ -89,19 +92,31 @@ def serve(
     settings = get_settings()
     prepare_database()
     command = [sys.executable, "-m", "server.cli", "worker"]
-    children = [subprocess.Popen([*command, "--queues", RESULTS_QUEUE])]
+    children = [start_child([*command, "--queues", RESULTS_QUEUE])]
     if settings.broker_is_embedded:
-        children.append(subprocess.Popen(command))
+        children.append(start_child(command))
     try:
         uvicorn.run(create_app(), host=host, port=port, log_level="info")
     finally:
+        # Reached on Ctrl-C; on SIGTERM uvicorn re-raises the signal and this process ends
+        # at once, and the children's parent-death signal stops them instead.
         for child in children:
             child.send_signal(signal.SIGTERM)
         for child in children:
             try:
-                child.wait(timeout=20)
+                child.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 child.kill()
+
+
+def start_child(argv: list[str]) -> subprocess.Popen[bytes]:
+    """A helper process that gets SIGTERM when this one dies, however it dies."""
+
+    def die_with_parent() -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+    return subprocess.Popen(argv, preexec_fn=die_with_parent)  # noqa: PLW1509
 
 
 @app.command()
