@@ -43,7 +43,14 @@ def worker_argv(queues: list[str], *, grading: bool, concurrency: int) -> list[s
     argv = ["worker", "--queues", ",".join(queues), "-n", name, "--loglevel", "INFO"]
     if grading:
         # Each grading gets a fresh process: no CUDA context or memory carries over.
-        argv += ["--pool", "prefork", "--concurrency", str(concurrency), "--max-tasks-per-child", "1"]
+        argv += [
+            "--pool",
+            "prefork",
+            "--concurrency",
+            str(concurrency),
+            "--max-tasks-per-child",
+            "1",
+        ]
     else:
         argv += ["--pool", "solo"]
     return argv
@@ -116,7 +123,7 @@ def start_child(argv: list[str]) -> subprocess.Popen[bytes]:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
-    return subprocess.Popen(argv, preexec_fn=die_with_parent)  # noqa: PLW1509
+    return subprocess.Popen(argv, preexec_fn=die_with_parent)
 
 
 @app.command()
@@ -124,7 +131,9 @@ def grade(
     problem: Annotated[str, typer.Argument(help="problem folder or built-in problem name")],
     submission: Annotated[Path, typer.Argument(help="the submission's Python file")],
     mode: Annotated[str, typer.Option(help="test, benchmark or leaderboard")] = "test",
-    device: Annotated[str | None, typer.Option(help="cpu or cuda; default: cuda if present")] = None,
+    device: Annotated[
+        str | None, typer.Option(help="cpu or cuda; default: cuda if present")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON report only")] = False,
 ) -> None:
     """Grade a submission locally, through the same harness a worker uses. Exits 0 only if

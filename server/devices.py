@@ -7,9 +7,7 @@ import subprocess
 import sys
 from functools import lru_cache
 
-PROBE = (
-    "from grader.device import detect_device; d = detect_device(); print(d.kind, d.device_type)"
-)
+PROBE = "from grader.device import detect_device; d = detect_device(); print(d.kind, d.device_type)"
 
 
 @lru_cache

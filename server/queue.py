@@ -26,6 +26,8 @@ def make_celery(settings: Settings) -> Celery:
         # Redis hands an unacknowledged message out again after this long; a grading that
         # is still running must never be given to a second worker.
         transport_options["visibility_timeout"] = settings.visibility_timeout_s
+        transport_options["unacked_restore_interval"] = settings.restore_interval_s
+        transport_options["unacked_restore_throttle"] = 1
     app.conf.update(
         imports=["server.submissions.tasks"],
         task_serializer="json",

@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     max_archive_bytes: int = 20_000_000
     # Longer than the longest grading, so a live worker's job is never handed out twice.
     visibility_timeout_s: int = 3600
+    # How often a worker looks for gradings whose worker died and whose visibility timeout
+    # has passed, to hand them out again.
+    restore_interval_s: int = 10
     grading_timeout_s: float = 900.0
     secret_seed: int | None = Field(
         default=None, description="mixed into leaderboard-mode case seeds; default: per problem"

@@ -131,9 +131,9 @@ def submission_out(session: SessionDep, submission: Submission) -> SubmissionOut
         problem=submission.problem.name,
         problem_version=submission.problem_version,
         user=submission.user.name,
-        mode=submission.mode,  # type: ignore[arg-type]
+        mode=submission.mode,
         gpu=submission.gpu_type,
-        status=submission.status,  # type: ignore[arg-type]
+        status=submission.status,
         score=submission.score,
         message=submission.message,
         flags=submission.flags,

@@ -9,13 +9,13 @@ from typing import Any
 from celery import chain
 from sqlalchemy.orm import Session
 
+from grader.problem import problem_from_files
 from server.errors import BadRequest, NotFound, PayloadTooLarge
 from server.models import Problem, Run, Submission, User, utcnow
 from server.problems import service as problems
 from server.queue import RESULTS_QUEUE
 from server.settings import Settings
-from server.submissions import repository
-from server.submissions import tasks
+from server.submissions import repository, tasks
 
 log = logging.getLogger(__name__)
 
@@ -91,12 +91,13 @@ def choose_gpu_type(problem: Problem, settings: Settings, gpu: str | None) -> st
 def enqueue(submission: Submission, settings: Settings) -> None:
     """Send the grading; call only after the submission's row has been committed."""
     problem = submission.problem
+    limit = problem_from_files(problem.name, problem.files).timeout_for(submission.mode)
     payload = {
         "problem": {"name": problem.name, "version": problem.version, "files": problem.files},
         "code": submission.code,
         "mode": submission.mode,
         "secret_seed": problem.secret_seed if submission.mode == "leaderboard" else None,
-        "timeout_s": settings.grading_timeout_s,
+        "timeout_s": min(limit, settings.grading_timeout_s),
     }
     chain(
         tasks.grade.si(submission.id, payload).set(queue=submission.gpu_type),
@@ -120,7 +121,9 @@ def mark_running(session: Session, submission_id: int, worker: str) -> None:
     submission.worker = worker
 
 
-def record_report(session: Session, submission_id: int, report: dict[str, Any], worker: str) -> bool:
+def record_report(
+    session: Session, submission_id: int, report: dict[str, Any], worker: str
+) -> bool:
     """Write a report; a report for a submission that already has one is ignored, so a job
     graded twice (a worker died after grading, the message came again) is recorded once."""
     submission = repository.get_submission(session, submission_id, for_update=True)
@@ -128,7 +131,11 @@ def record_report(session: Session, submission_id: int, report: dict[str, Any], 
         log.warning("report for unknown submission %s dropped", submission_id)
         return False
     if submission.status in TERMINAL:
-        log.info("submission %s already recorded as %s; duplicate dropped", submission_id, submission.status)
+        log.info(
+            "submission %s already recorded as %s; duplicate dropped",
+            submission_id,
+            submission.status,
+        )
         return False
     status = report.get("status")
     if status not in TERMINAL:
@@ -136,7 +143,9 @@ def record_report(session: Session, submission_id: int, report: dict[str, Any], 
         status = "error"
     submission.status = str(status)
     score = report.get("score")
-    submission.score = float(score) if status == "passed" and isinstance(score, int | float) else None
+    submission.score = (
+        float(score) if status == "passed" and isinstance(score, int | float) else None
+    )
     submission.message = str(report.get("message", ""))
     submission.flags = [str(flag) for flag in report.get("flags", [])]
     submission.report = report

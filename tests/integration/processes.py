@@ -53,7 +53,12 @@ def running(argv: list[str], env: dict[str, str], log: Path) -> Iterator[subproc
     """A process in its own session, ended with its whole group afterwards."""
     with log.open("ab") as out:
         process = subprocess.Popen(
-            argv, env=env, cwd=REPO_ROOT, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            argv,
+            env=env,
+            cwd=REPO_ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         yield process

@@ -47,6 +47,7 @@ def test_worker_killed_mid_grading_then_restarted(tmp_path: Path) -> None:
             database_url=database_url,
             broker_url=fresh_redis_url(),
             visibility_timeout_s="10",
+            restore_interval_s="1",
         )
         token = add_user(env, "grace")
         log = tmp_path / "services.log"
@@ -69,6 +70,8 @@ def test_worker_killed_mid_grading_then_restarted(tmp_path: Path) -> None:
 
         engine = create_engine(database_url)
         with engine.connect() as connection:
-            runs = connection.scalar(select(func.count()).select_from(Run).where(Run.submission_id == sid))
+            runs = connection.scalar(
+                select(func.count()).select_from(Run).where(Run.submission_id == sid)
+            )
         engine.dispose()
         assert runs == len(report["cases"]) > 0

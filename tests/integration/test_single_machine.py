@@ -9,8 +9,8 @@ import httpx
 import pytest
 
 from tests.integration.processes import (
-    TERMINAL,
     REPO_ROOT,
+    TERMINAL,
     add_user,
     service_env,
     serving,
@@ -28,7 +28,9 @@ def test_submit_grade_and_rank_on_one_machine(tmp_path: Path) -> None:
     token = add_user(env, "ada")
     log = tmp_path / "serve.log"
     with serving(env, log) as base:
-        honest = submit(base, token, "vectoradd", (SOLUTIONS / "pytorch.py").read_text(), "leaderboard")
+        honest = submit(
+            base, token, "vectoradd", (SOLUTIONS / "pytorch.py").read_text(), "leaderboard"
+        )
         zeros = submit(base, token, "vectoradd", (SOLUTIONS / "wrong_zeros.py").read_text(), "test")
 
         report = wait_for(base, token, honest, TERMINAL, 120, log)

@@ -35,10 +35,20 @@ def session(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Session]
             yield db
 
 
-def add(db: Session, user: User, problem: Problem, score: float | None, minutes: int, **overrides) -> Submission:  # type: ignore[no-untyped-def]
+def add(
+    db: Session, user: User, problem: Problem, score: float | None, minutes: int, **overrides
+) -> Submission:  # type: ignore[no-untyped-def]
     fields = dict(
-        user_id=user.id, problem_id=problem.id, problem_version=1, code="x", code_sha256="0" * 64,
-        mode="leaderboard", gpu_type="cpu", status="passed", score=score, flags=[],
+        user_id=user.id,
+        problem_id=problem.id,
+        problem_version=1,
+        code="x",
+        code_sha256="0" * 64,
+        mode="leaderboard",
+        gpu_type="cpu",
+        status="passed",
+        score=score,
+        flags=[],
         created_at=T0 + timedelta(minutes=minutes),
     )
     fields.update(overrides)
@@ -73,8 +83,6 @@ def test_ranking_rules(session: Session) -> None:
     assert [r[0] for r in best_scores(session, problem.id, "h200")] == ["eve"]
 
 
-
-
 @pytest.mark.anyio
 async def test_leaderboard_endpoint(client: httpx.AsyncClient, alice: Account) -> None:
     with session_scope() as db:
@@ -88,7 +96,9 @@ async def test_leaderboard_endpoint(client: httpx.AsyncClient, alice: Account) -
     assert board["problem"] == "vectoradd" and board["gpu"] == "cpu"
     mine = [entry for entry in board["entries"] if entry["user"] == alice.name]
     assert mine and mine[0]["score"] == 1e-3
-    assert [entry["rank"] for entry in board["entries"]] == list(range(1, len(board["entries"]) + 1))
+    assert [entry["rank"] for entry in board["entries"]] == list(
+        range(1, len(board["entries"]) + 1)
+    )
 
     response = await client.get("/api/v1/leaderboards/vectoradd", params={"gpu": "b200"})
     assert response.status_code == 422 and "b200" in response.json()["detail"]

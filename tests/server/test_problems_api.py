@@ -17,9 +17,15 @@ pytestmark = pytest.mark.anyio
 TASK = BUILTIN_DIR / "vectoradd"
 
 
-def problem_zip(folder: str = "myadd", *, description: str = "add them", extra: dict[str, bytes] | None = None) -> bytes:
+def problem_zip(
+    folder: str = "myadd", *, description: str = "add them", extra: dict[str, bytes] | None = None
+) -> bytes:
     """A GPU MODE-style tree: <root>/utils.py shared, <root>/<folder>/task.yml using ../utils.py."""
-    task = (TASK / "task.yml").read_text().replace("Implement a float16 vector addition kernel.", description)
+    task = (
+        (TASK / "task.yml")
+        .read_text()
+        .replace("Implement a float16 vector addition kernel.", description)
+    )
     files = {
         "pmpp/utils.py": (BUILTIN_DIR / "utils.py").read_bytes(),
         f"pmpp/{folder}/task.yml": task.encode(),
@@ -35,7 +41,9 @@ def problem_zip(folder: str = "myadd", *, description: str = "add them", extra: 
     return buffer.getvalue()
 
 
-async def upload(client: httpx.AsyncClient, account: Account, raw: bytes, filename: str, **data: str) -> httpx.Response:
+async def upload(
+    client: httpx.AsyncClient, account: Account, raw: bytes, filename: str, **data: str
+) -> httpx.Response:
     return await client.post(
         "/api/v1/problems", files={"archive": (filename, raw)}, data=data, headers=account.headers
     )
@@ -53,7 +61,9 @@ async def test_list_and_read_builtin_problems(client: httpx.AsyncClient) -> None
     assert missing.status_code == 404 and "nope" in missing.json()["detail"]
 
 
-async def test_admin_adds_a_problem_and_a_new_version(client: httpx.AsyncClient, admin: Account) -> None:
+async def test_admin_adds_a_problem_and_a_new_version(
+    client: httpx.AsyncClient, admin: Account
+) -> None:
     created = await upload(client, admin, problem_zip(), "myadd.zip")
     assert created.status_code == 201, created.text
     assert created.json()["name"] == "myadd" and created.json()["version"] == 1
@@ -73,7 +83,10 @@ async def test_admin_adds_a_problem_and_a_new_version(client: httpx.AsyncClient,
 
 async def test_tar_gz_archive(client: httpx.AsyncClient, admin: Account) -> None:
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive, zipfile.ZipFile(io.BytesIO(problem_zip("tarred"))) as source:
+    with (
+        tarfile.open(fileobj=buffer, mode="w:gz") as archive,
+        zipfile.ZipFile(io.BytesIO(problem_zip("tarred"))) as source,
+    ):
         for name in source.namelist():
             content = source.read(name)
             info = tarfile.TarInfo(name)
@@ -118,13 +131,28 @@ def tar_with_symlink() -> bytes:
         (b"\x1f\x8b garbage", "a.tar.gz", 422, ("not a readable .tar.gz",)),
         (b"whatever", "a.rar", 422, (".zip or a .tar.gz",)),
         (zip_of({"readme.md": b"hi"}), "a.zip", 422, ("no task.yml",)),
-        (zip_of({"a/task.yml": b"files: []", "b/task.yml": b"files: []"}), "a.zip", 422, ("several problems",)),
-        (zip_of({"p/task.yml": b"files:\n  - {name: reference.py, source: ../missing.py}\n"}), "a.zip", 422, ("missing.py",)),
+        (
+            zip_of({"a/task.yml": b"files: []", "b/task.yml": b"files: []"}),
+            "a.zip",
+            422,
+            ("several problems",),
+        ),
+        (
+            zip_of({"p/task.yml": b"files:\n  - {name: reference.py, source: ../missing.py}\n"}),
+            "a.zip",
+            422,
+            ("missing.py",),
+        ),
         (zip_of({"p/task.yml": b": : not yaml : ["}), "a.zip", 422, ("task.yml",)),
     ],
 )
 async def test_hostile_or_broken_archives(
-    client: httpx.AsyncClient, admin: Account, raw: bytes, filename: str, status: int, words: tuple[str, ...]
+    client: httpx.AsyncClient,
+    admin: Account,
+    raw: bytes,
+    filename: str,
+    status: int,
+    words: tuple[str, ...],
 ) -> None:
     response = await upload(client, admin, raw, filename)
     assert response.status_code == status, response.text

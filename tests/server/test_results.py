@@ -15,8 +15,19 @@ REPORT = {
     "message": "all cases passed",
     "flags": [],
     "cases": [
-        {"kind": "benchmark", "params": {"size": 1024, "seed": 1}, "status": "passed",
-         "message": "", "time": {"median_s": 0.002, "mean_s": 0.0021, "min_s": 0.0019, "cv": 0.01, "samples": 12}},
+        {
+            "kind": "benchmark",
+            "params": {"size": 1024, "seed": 1},
+            "status": "passed",
+            "message": "",
+            "time": {
+                "median_s": 0.002,
+                "mean_s": 0.0021,
+                "min_s": 0.0019,
+                "cv": 0.01,
+                "samples": 12,
+            },
+        },
     ],
 }
 
@@ -27,8 +38,14 @@ def new_submission(alice: Account) -> int:
         problem = db.scalar(select(Problem).where(Problem.name == "vectoradd"))
         assert user is not None and problem is not None
         submission = Submission(
-            user_id=user.id, problem_id=problem.id, problem_version=problem.version, code="x",
-            code_sha256="0" * 64, mode="leaderboard", gpu_type="cpu", flags=[],
+            user_id=user.id,
+            problem_id=problem.id,
+            problem_version=problem.version,
+            code="x",
+            code_sha256="0" * 64,
+            mode="leaderboard",
+            gpu_type="cpu",
+            flags=[],
         )
         db.add(submission)
         db.flush()
@@ -48,7 +65,11 @@ def test_duplicate_reports_are_recorded_once(alice: Account) -> None:
     with session_scope() as db:
         stored = db.get(Submission, sid)
         assert stored is not None
-        assert (stored.status, stored.score, stored.message) == ("passed", 0.002, "all cases passed")
+        assert (stored.status, stored.score, stored.message) == (
+            "passed",
+            0.002,
+            "all cases passed",
+        )
         assert stored.started_at is not None and stored.finished_at is not None
         runs = db.scalars(select(Run).where(Run.submission_id == sid)).all()
         assert [(r.kind, r.median_s, r.samples) for r in runs] == [("benchmark", 0.002, 12)]

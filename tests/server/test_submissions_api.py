@@ -27,7 +27,9 @@ def assert_error(response: httpx.Response, status: int, code: str, *words: str) 
         assert word in body["detail"], body["detail"]
 
 
-async def test_json_submission_is_queued_and_readable(client: httpx.AsyncClient, alice: Account) -> None:
+async def test_json_submission_is_queued_and_readable(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
     response = await client.post(
         "/api/v1/submissions",
         json={"problem": "vectoradd", "code": HONEST, "mode": "leaderboard"},
@@ -65,27 +67,56 @@ async def test_multipart_file_submission(client: httpx.AsyncClient, alice: Accou
 
 async def test_missing_and_bad_tokens(client: httpx.AsyncClient, database: None) -> None:
     body = {"problem": "vectoradd", "code": HONEST}
-    assert_error(await client.post("/api/v1/submissions", json=body), 401, "not_authenticated", "Bearer")
+    assert_error(
+        await client.post("/api/v1/submissions", json=body), 401, "not_authenticated", "Bearer"
+    )
     bad = {"Authorization": "Bearer kj_not-a-real-token"}
-    assert_error(await client.post("/api/v1/submissions", json=body, headers=bad), 401, "not_authenticated", "unknown")
+    assert_error(
+        await client.post("/api/v1/submissions", json=body, headers=bad),
+        401,
+        "not_authenticated",
+        "unknown",
+    )
     basic = {"Authorization": "Basic dXNlcjpwYXNz"}
-    assert_error(await client.post("/api/v1/submissions", json=body, headers=basic), 401, "not_authenticated")
+    assert_error(
+        await client.post("/api/v1/submissions", json=body, headers=basic), 401, "not_authenticated"
+    )
 
 
 @pytest.mark.parametrize(
     ("body", "status", "code", "words"),
     [
         ({"problem": "no-such-problem", "code": HONEST}, 404, "not_found", ("no-such-problem",)),
-        ({"problem": "vectoradd", "code": HONEST, "mode": "fastest"}, 422, "invalid_request", ("mode",)),
-        ({"problem": "vectoradd", "code": HONEST, "gpu": "tpu"}, 422, "invalid_request", ("tpu", "available: cpu")),
+        (
+            {"problem": "vectoradd", "code": HONEST, "mode": "fastest"},
+            422,
+            "invalid_request",
+            ("mode",),
+        ),
+        (
+            {"problem": "vectoradd", "code": HONEST, "gpu": "tpu"},
+            422,
+            "invalid_request",
+            ("tpu", "available: cpu"),
+        ),
         ({"problem": "vectoradd"}, 422, "invalid_request", ("code",)),
         ({"problem": "vectoradd", "code": "   "}, 422, "invalid_request", ("empty",)),
-        ({"problem": "vectoradd", "code": HONEST, "colour": "red"}, 422, "invalid_request", ("colour",)),
+        (
+            {"problem": "vectoradd", "code": HONEST, "colour": "red"},
+            422,
+            "invalid_request",
+            ("colour",),
+        ),
         ([1, 2, 3], 422, "invalid_request", ()),
     ],
 )
 async def test_invalid_json_bodies(
-    client: httpx.AsyncClient, alice: Account, body: object, status: int, code: str, words: tuple[str, ...]
+    client: httpx.AsyncClient,
+    alice: Account,
+    body: object,
+    status: int,
+    code: str,
+    words: tuple[str, ...],
 ) -> None:
     response = await client.post("/api/v1/submissions", json=body, headers=alice.headers)
     assert_error(response, status, code, *words)
@@ -103,7 +134,9 @@ async def test_malformed_json(client: httpx.AsyncClient, alice: Account) -> None
 async def test_non_utf8_bodies(client: httpx.AsyncClient, alice: Account) -> None:
     raw_json = b'{"problem": "vectoradd", "code": "\xff\xfe"}'
     response = await client.post(
-        "/api/v1/submissions", content=raw_json, headers={**alice.headers, "Content-Type": "application/json"}
+        "/api/v1/submissions",
+        content=raw_json,
+        headers={**alice.headers, "Content-Type": "application/json"},
     )
     assert_error(response, 422, "invalid_request", "not valid JSON")
     response = await client.post(
@@ -141,14 +174,19 @@ async def test_request_body_over_limit(client: httpx.AsyncClient, alice: Account
 
 async def test_multipart_without_file(client: httpx.AsyncClient, alice: Account) -> None:
     response = await client.post(
-        "/api/v1/submissions", data={"problem": "vectoradd"}, files={"other": ("a", b"b")}, headers=alice.headers
+        "/api/v1/submissions",
+        data={"problem": "vectoradd"},
+        files={"other": ("a", b"b")},
+        headers=alice.headers,
     )
     assert_error(response, 422, "invalid_request", "'file'")
 
 
 async def test_wrong_content_type(client: httpx.AsyncClient, alice: Account) -> None:
     response = await client.post(
-        "/api/v1/submissions", content=HONEST, headers={**alice.headers, "Content-Type": "text/plain"}
+        "/api/v1/submissions",
+        content=HONEST,
+        headers={**alice.headers, "Content-Type": "text/plain"},
     )
     assert_error(response, 422, "invalid_request", "JSON")
 
@@ -163,10 +201,18 @@ async def test_other_users_cannot_read_a_submission(
     )
     sid = created.json()["id"]
     bob = make_account()
-    assert_error(await client.get(f"/api/v1/submissions/{sid}", headers=bob.headers), 404, "not_found")
-    assert (await client.get(f"/api/v1/submissions/{sid}", headers=admin.headers)).status_code == 200
-    assert_error(await client.get("/api/v1/submissions/99999999", headers=alice.headers), 404, "not_found")
-    assert_error(await client.get("/api/v1/submissions/abc", headers=alice.headers), 422, "invalid_request")
+    assert_error(
+        await client.get(f"/api/v1/submissions/{sid}", headers=bob.headers), 404, "not_found"
+    )
+    assert (
+        await client.get(f"/api/v1/submissions/{sid}", headers=admin.headers)
+    ).status_code == 200
+    assert_error(
+        await client.get("/api/v1/submissions/99999999", headers=alice.headers), 404, "not_found"
+    )
+    assert_error(
+        await client.get("/api/v1/submissions/abc", headers=alice.headers), 422, "invalid_request"
+    )
 
 
 async def test_unknown_route_and_method(client: httpx.AsyncClient) -> None:

@@ -1,0 +1,43 @@
+"""Which device the grader runs on, and its name as a queue-friendly type ("h200", "cpu")."""
+
+from __future__ import annotations
+
+import platform
+import re
+from dataclasses import dataclass
+
+import torch
+
+_VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro"}
+_SERIES_WORDS = {"rtx", "gtx"}
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    kind: str  # "cpu" | "cuda"
+    device_type: str  # "cpu" | "h200" | "h100" | "a100" | ...
+    name: str
+
+
+def device_type_from_name(name: str) -> str:
+    """'NVIDIA H200' -> 'h200', 'NVIDIA A100-SXM4-80GB' -> 'a100', 'NVIDIA GeForce RTX 4090'
+    -> 'rtx4090'; anything else becomes a lowercase slug."""
+    words = [w for w in re.split(r"[\s\-_/]+", name.lower()) if w and w not in _VENDOR_WORDS]
+    if not words:
+        return "unknown"
+    first = words[0]
+    if first in _SERIES_WORDS and len(words) > 1:
+        first += words[1]
+    return re.sub(r"[^a-z0-9]", "", first) or "unknown"
+
+
+def detect_device(requested: str | None = None) -> DeviceInfo:
+    """`requested` is None (CUDA if available, else CPU), "cpu" or "cuda"."""
+    if requested not in (None, "cpu", "cuda"):
+        raise ValueError(f"unknown device {requested!r}: use 'cpu' or 'cuda'")
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' requested but CUDA is not available on this machine")
+    if requested == "cpu" or (requested is None and not torch.cuda.is_available()):
+        return DeviceInfo(kind="cpu", device_type="cpu", name=platform.processor() or "cpu")
+    name = torch.cuda.get_device_name(torch.cuda.current_device())
+    return DeviceInfo(kind="cuda", device_type=device_type_from_name(name), name=name)

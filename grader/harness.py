@@ -1,0 +1,521 @@
+"""The trusted side of grading: `grade()` generates inputs, starts the runner in the sandbox,
+checks every output and timing it hands back, and writes the report. It never imports or
+executes the submission."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import torch
+
+import sandbox
+from grader.check import first_mismatches, run_check
+from grader.device import DeviceInfo, detect_device
+from grader.inputs import (
+    clone_data,
+    devices_of,
+    iter_tensors,
+    same_tensor,
+    seeded_case,
+    to_cpu,
+    to_device,
+    written_paths,
+)
+from grader.problem import Problem
+from grader.protocol import ChannelClosed, ChannelError, ChannelTimeout, recv_message, send_message
+from grader.report import CaseResult, Report
+from grader.timing import MAX_SAMPLES, enough_samples, geometric_mean, summarize
+
+MODES = ("test", "benchmark", "leaderboard")
+DEVICES = ("cpu", "cuda")
+DEVICE_ENV = "KJ_DEVICE"  # how problem code (problems/utils.py) learns the grading device
+LEADERBOARD_MAX_SETS = 20
+MESSAGE_CAP = 4000
+CUDA_ONLY = "this problem generates its inputs on CUDA; grade it on a GPU worker"
+GRADER_PACKAGE = Path(__file__).resolve().parent
+SKIP_IN_RUNNER = frozenset({"reference.py", "eval.py", "task.yml"})
+# Registers and unregisters the problem's module names in sys.modules; one at a time.
+_IMPORT_LOCK = threading.Lock()
+
+# Device bandwidth for the speed-of-light fraction (bytes/s, vendor peak).
+PEAK_BANDWIDTH = {"h200": 4.8e12, "h100": 3.35e12, "a100": 2.0e12, "b200": 8.0e12}
+
+
+class Stop(Exception):
+    """Ends grading with a verdict (error, timeout, rejected) for a person to read."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def grade(
+    problem: Problem,
+    code: str,
+    *,
+    mode: str = "test",
+    device: str = "cpu",
+    secret_seed: int | None = None,
+    timeout_s: float | None = None,
+    on_progress: Callable[[str], None] | None = None,
+) -> Report:
+    """Grade `code` (the text of submission.py) on `problem` and return the report."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
+    info = detect_device(device)
+    limit = timeout_s or problem.timeout_for(mode)
+    report = Report(
+        status="running",
+        problem=problem.name,
+        mode=mode,
+        device=info.kind,
+        device_name=info.name,
+        device_type=info.device_type,
+    )
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="kj-grade-") as root:
+        grading = _Grading(problem, code, mode, info, secret_seed, limit, report, on_progress)
+        grading.run(Path(root))
+    report.wall_s = time.monotonic() - started
+    return report
+
+
+def _tail(text: str, lines: int = 12) -> str:
+    kept = text.strip().splitlines()[-lines:]
+    return "\n".join(kept)
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + " [...]"
+
+
+def _label(case: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in case.items())
+
+
+def _is_tensor_tree(output: Any) -> bool:
+    if type(output) is torch.Tensor:
+        return True
+    return type(output) in (tuple, list) and bool(output) and all(map(_is_tensor_tree, output))
+
+
+@contextmanager
+def _device_env(kind: str) -> Iterator[None]:
+    previous = os.environ.get(DEVICE_ENV)
+    os.environ[DEVICE_ENV] = kind
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(DEVICE_ENV, None)
+        else:
+            os.environ[DEVICE_ENV] = previous
+
+
+def import_reference(folder: Path, module_names: list[str]) -> ModuleType:
+    """Import the problem's reference.py from `folder` without leaving its helper modules
+    (utils, task) in sys.modules, where they would shadow another problem's."""
+    with _IMPORT_LOCK:
+        saved = {name: sys.modules.pop(name) for name in module_names if name in sys.modules}
+        sys.path.insert(0, str(folder))
+        try:
+            return importlib.import_module("reference")
+        finally:
+            sys.path.remove(str(folder))
+            for name in module_names:
+                sys.modules.pop(name, None)
+            sys.modules.update(saved)
+
+
+def runner_env(work: Path, lib: Path, kind: str) -> dict[str, str]:
+    """The runner's whole environment: an allow-list, nothing else from ours."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(work / "home"),
+        "TMPDIR": str(work / "tmp"),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "PYTHONPATH": str(lib),
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "TRITON_CACHE_DIR": str(work / "home" / ".triton"),
+        "TORCH_EXTENSIONS_DIR": str(work / "home" / "torch_extensions"),
+    }
+    for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    if kind == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # Triton kernels run on CPU tensors in the interpreter
+    return env
+
+
+class RunnerSession:
+    """The runner child and the two pipes to it; every exchange is bounded by `deadline`."""
+
+    def __init__(self, work: Path, lib: Path, kind: str, deadline: float) -> None:
+        self.deadline = deadline
+        to_runner_r, self._to_runner = os.pipe()
+        self._from_runner, from_runner_w = os.pipe()
+        argv = [
+            sys.executable, "-m", "grader.runner",
+            "--recv-fd", str(to_runner_r), "--send-fd", str(from_runner_w), "--device", kind,
+        ]  # fmt: skip
+        try:
+            self.child = sandbox.start(
+                argv,
+                cwd=work,
+                env=runner_env(work, lib, kind),
+                pass_fds=(to_runner_r, from_runner_w),
+            )
+        finally:
+            os.close(to_runner_r)
+            os.close(from_runner_w)
+        self._ready = False
+
+    def _exited(self) -> Stop:
+        code = self.child.wait(max(0.0, min(5.0, self.deadline - time.monotonic())))
+        shown = "unknown" if code is None else str(code)
+        return Stop("error", f"the runner exited before reporting (exit code {shown})")
+
+    def _receive(self) -> dict[str, Any]:
+        try:
+            reply = recv_message(self._from_runner, deadline=self.deadline)
+        except ChannelTimeout as exc:
+            raise Stop("timeout", "") from exc
+        except ChannelClosed as exc:
+            raise self._exited() from exc
+        except ChannelError as exc:
+            raise Stop("error", f"the runner sent a malformed message: {exc}") from exc
+        if not isinstance(reply, dict) or "ok" not in reply:
+            raise Stop("error", "the runner sent a malformed message")
+        if not reply["ok"]:
+            error = str(reply.get("error", "unknown error"))
+            if reply.get("phase") == "import":
+                raise Stop("error", "submission.py failed to load:\n" + _tail(error))
+            raise Stop("error", "custom_kernel raised:\n" + _tail(error))
+        return reply
+
+    def request(self, message: dict[str, Any]) -> tuple[dict[str, Any], float]:
+        """Send one request and return the reply with the harness-measured wall time."""
+        if not self._ready:
+            self._receive()
+            self._ready = True
+        started = time.monotonic()
+        try:
+            send_message(self._to_runner, message, deadline=self.deadline)
+        except ChannelTimeout as exc:
+            raise Stop("timeout", "") from exc
+        except ChannelClosed as exc:
+            raise self._exited() from exc
+        reply = self._receive()
+        return reply, time.monotonic() - started
+
+    def close(self) -> sandbox.ProcessResult:
+        for fd in (self._to_runner, self._from_runner):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        return self.child.result()
+
+
+class _Grading:
+    """One grading: the steps of `grade()` as short methods, in the order they run."""
+
+    def __init__(
+        self,
+        problem: Problem,
+        code: str,
+        mode: str,
+        info: DeviceInfo,
+        secret_seed: int | None,
+        limit_s: float,
+        report: Report,
+        on_progress: Callable[[str], None] | None,
+    ) -> None:
+        self.problem = problem
+        self.code = code
+        self.mode = mode
+        self.kind = info.kind
+        self.device_type = info.device_type
+        self.secret_seed = secret_seed if mode == "leaderboard" else None
+        self.limit_s = limit_s
+        self.deadline = time.monotonic() + limit_s
+        self.report = report
+        self.on_progress = on_progress
+        self.reference: ModuleType | None = None
+
+    # -- setting up -------------------------------------------------------------------
+
+    def run(self, root: Path) -> None:
+        work, trusted, lib = root / "run", root / "trusted", root / "lib"
+        self._materialise(work, trusted, lib)
+        session = RunnerSession(work, lib, self.kind, self.deadline)
+        try:
+            with _device_env(self.kind):
+                self._load_reference(trusted)
+                self._grade_cases(session)
+        except Stop as stop:
+            self.report.status = stop.status
+            self.report.message = _cap(stop.message) if stop.message else self._timeout_message()
+        finally:
+            result = session.close()
+            self.report.stdout, self.report.stderr = result.stdout, result.stderr
+
+    def _timeout_message(self) -> str:
+        return f"grading exceeded its time limit of {self.limit_s:g} s"
+
+    def _materialise(self, work: Path, trusted: Path, lib: Path) -> None:
+        for folder in (work / "home", work / "tmp", trusted, lib):
+            folder.mkdir(parents=True)
+        for name, text in self.problem.files.items():
+            if name == "submission.py":
+                continue
+            (trusted / name).write_text(text)
+            if name not in SKIP_IN_RUNNER:
+                (work / name).write_text(text)
+        (work / "submission.py").write_text(self.code)
+        # Only the grader package is importable from the runner, not the rest of the repo.
+        (lib / "grader").symlink_to(GRADER_PACKAGE, target_is_directory=True)
+
+    def _load_reference(self, trusted: Path) -> None:
+        names = [Path(name).stem for name in self.problem.files if name.endswith(".py")]
+        try:
+            self.reference = import_reference(trusted, names)
+        except Exception as exc:
+            if self.kind == "cpu" and "cuda" in str(exc).lower():
+                raise Stop("error", CUDA_ONLY) from exc
+            raise Stop(
+                "error",
+                "the problem's reference.py failed to import:\n" + _tail(traceback.format_exc()),
+            ) from exc
+        for needed in ("generate_input", "ref_kernel", "check_implementation"):
+            if not callable(getattr(self.reference, needed, None)):
+                raise Stop("error", f"the problem's reference.py does not define {needed}")
+
+    def _progress(self, text: str) -> None:
+        if self.on_progress is not None:
+            self.on_progress(text)
+
+    def _check_deadline(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise Stop("timeout", "")
+
+    # -- the problem's side -------------------------------------------------------------
+
+    def _ref(self) -> ModuleType:
+        assert self.reference is not None
+        return self.reference
+
+    def _generate(self, case: dict[str, Any], repeat: int = 0) -> Any:
+        kwargs = seeded_case(case, self.secret_seed, repeat=repeat)
+        try:
+            data = self._ref().generate_input(**kwargs)
+        except Exception as exc:
+            if self.kind == "cpu" and "cuda" in str(exc).lower():
+                raise Stop("error", CUDA_ONLY) from exc
+            raise Stop(
+                "error",
+                f"the problem's generate_input failed for case {_label(case)}:\n"
+                + _tail(traceback.format_exc()),
+            ) from exc
+        if self.kind == "cpu" and "cuda" in devices_of(data):
+            raise Stop("error", CUDA_ONLY)
+        self._check_deadline()
+        return data
+
+    def _written_by_reference(self, case: dict[str, Any], data: Any) -> tuple[Any, set[str]]:
+        """The expected output, and which input tensors the reference itself writes."""
+        scratch = clone_data(data)
+        try:
+            expected = self._ref().ref_kernel(scratch)
+        except Exception as exc:
+            raise Stop(
+                "error",
+                f"the problem's ref_kernel failed for case {_label(case)}:\n"
+                + _tail(traceback.format_exc()),
+            ) from exc
+        return expected, written_paths(data, scratch)
+
+    def _verdict(self, case: dict[str, Any], data: Any, output: Any, expected: Any = None) -> str:
+        """'' if the output is right, else the message naming the case and first mismatches."""
+        if not _is_tensor_tree(output):
+            raise Stop("error", "custom_kernel must return a torch.Tensor")
+        output = to_device(output, self.kind)
+        ok, message = run_check(self._ref().check_implementation, clone_data(data), output)
+        if ok:
+            return ""
+        if expected is None:
+            expected, _ = self._written_by_reference(case, data)
+        tol = self.problem.tolerance
+        listing = first_mismatches(
+            output, expected, rtol=tol.get("rtol", 1e-5), atol=tol.get("atol", 1e-8)
+        )
+        return f"case {_label(case)}: " + "; ".join(p for p in (listing, message) if p)
+
+    def _modified_inputs(self, data: Any, returned: Any, written: set[str]) -> list[str]:
+        after = dict(iter_tensors(returned))
+        changed = []
+        for path, tensor in iter_tensors(data):
+            if path in written:
+                continue
+            other = after.get(path)
+            if other is None or not same_tensor(tensor, other.to(tensor.device)):
+                changed.append(path)
+        return changed
+
+    # -- the cases ----------------------------------------------------------------------
+
+    def _grade_cases(self, session: RunnerSession) -> None:
+        kind = "test" if self.mode == "test" else "benchmark"
+        cases = self.problem.tests if kind == "test" else self.problem.benchmarks_for(self.kind)
+        if not cases:
+            raise Stop("error", f"the problem has no {kind} cases")
+        for index, case in enumerate(cases, start=1):
+            self._progress(f"{self.mode}: case {index}/{len(cases)} {_label(case)}")
+            result = CaseResult(kind=kind, params=dict(case), status="running")
+            self.report.cases.append(result)
+            try:
+                self._grade_case(session, case, result)
+            except Stop as stop:
+                result.status = stop.status
+                result.message = _cap(stop.message) if stop.message else self._timeout_message()
+                raise
+            if result.status != "passed" and kind == "benchmark":
+                break
+        self._conclude()
+
+    def _grade_case(self, session: RunnerSession, case: dict[str, Any], result: CaseResult) -> None:
+        data = self._generate(case)
+        expected, written = self._written_by_reference(case, data)
+        reply, _ = session.request({"op": "run", "data": to_cpu(data), "return_data": True})
+        failure = self._verdict(case, data, reply.get("output"), expected)
+        if not failure:
+            changed = self._modified_inputs(data, reply.get("data"), written)
+            if changed:
+                failure = (
+                    f"case {_label(case)}: custom_kernel modified its inputs ({', '.join(changed)})"
+                )
+        if failure:
+            result.status, result.message = "failed", _cap(failure)
+            return
+        if self.mode == "benchmark":
+            self._time_benchmark(session, case, data, result)
+        elif self.mode == "leaderboard":
+            self._time_ranked(session, case, data, result)
+        result.status = "passed"
+
+    def _budget(self) -> float:
+        return max(0.0, min(self.problem.case_time_budget_s, self.deadline - time.monotonic()))
+
+    def _time_benchmark(
+        self, session: RunnerSession, case: dict[str, Any], data: Any, result: CaseResult
+    ) -> None:
+        request = {
+            "op": "time",
+            "data": to_cpu(data),
+            "budget_s": self._budget(),
+            "max_samples": MAX_SAMPLES,
+        }
+        reply, wall_s = session.request(request)
+        samples = self._samples(reply)
+        self._check_claims(case, samples, wall_s)
+        failure = self._verdict(case, data, reply.get("output"))
+        if failure:
+            raise Stop("failed", failure + " (output of the last timed call)")
+        self._record_time(case, samples, reply.get("sm_clock_mhz"), result)
+
+    def _time_ranked(
+        self, session: RunnerSession, case: dict[str, Any], data: Any, result: CaseResult
+    ) -> None:
+        """Fresh inputs for every timed call, and every timed call's output checked."""
+        session.request({"op": "warmup", "data": to_cpu(data)})
+        samples: list[float] = []
+        wall_total = 0.0
+        clock: Any = None
+        budget_ends = time.monotonic() + self._budget()
+        for repeat in range(1, LEADERBOARD_MAX_SETS + 1):
+            fresh = self._generate(case, repeat)
+            reply, wall_s = session.request({"op": "time_one", "data": to_cpu(fresh)})
+            samples += self._samples(reply)
+            wall_total += wall_s
+            clock = reply.get("sm_clock_mhz")
+            failure = self._verdict(case, fresh, reply.get("output"))
+            if failure:
+                raise Stop("failed", failure + f" (timed call {repeat})")
+            if enough_samples(samples) or time.monotonic() > budget_ends:
+                break
+        self._check_claims(case, samples, wall_total)
+        self._record_time(case, samples, clock, result)
+
+    def _samples(self, reply: dict[str, Any]) -> list[float]:
+        samples = reply.get("samples")
+        if (
+            not isinstance(samples, list)
+            or not samples
+            or not all(isinstance(s, float) and s == s and s >= 0 for s in samples)
+        ):
+            raise Stop("rejected", "the runner reported malformed timings")
+        return samples
+
+    def _check_claims(self, case: dict[str, Any], samples: list[float], wall_s: float) -> None:
+        """Claimed kernel time cannot exceed the wall time we measured around it."""
+        if sum(samples) > wall_s:
+            raise Stop(
+                "rejected",
+                f"case {_label(case)}: the reported timings add up to "
+                f"{sum(samples):.6g} s, more than the {wall_s:.6g} s the grader "
+                "measured around them",
+            )
+
+    def _record_time(
+        self, case: dict[str, Any], samples: list[float], clock: Any, result: CaseResult
+    ) -> None:
+        clock_mhz = float(clock) if isinstance(clock, int | float) else None
+        result.time = summarize(samples, clock_mhz)
+        if result.time["median_s"] <= 0:
+            raise Stop("rejected", f"case {_label(case)}: a median time of zero is impossible")
+        roofline = self.problem.roofline(case)
+        if roofline is not None:
+            peak = PEAK_BANDWIDTH.get(self.device_type)
+            if peak and roofline.get("bytes"):
+                roofline["floor_s"] = roofline["bytes"] / peak
+                roofline["sol_fraction"] = roofline["floor_s"] / result.time["median_s"]
+                if roofline["sol_fraction"] > 1.05:
+                    self.report.flags.append(
+                        f"case {_label(case)} ran faster than the memory-bandwidth floor"
+                    )
+            result.roofline = roofline
+
+    def _conclude(self) -> None:
+        failed = [c for c in self.report.cases if c.status != "passed"]
+        if failed:
+            self.report.status = "failed"
+            shown = "\n".join(c.message for c in failed[:3])
+            more = f"\n(and {len(failed) - 3} more failing cases)" if len(failed) > 3 else ""
+            self.report.message = _cap(
+                f"{len(failed)} of {len(self.report.cases)} cases failed:\n{shown}{more}"
+            )
+            return
+        self.report.status = "passed"
+        if self.mode == "test":
+            self.report.message = f"all {len(self.report.cases)} test cases passed"
+            return
+        medians = [c.time["median_s"] for c in self.report.cases if c.time]
+        self.report.score = geometric_mean(medians)
+        self.report.message = (
+            f"all {len(self.report.cases)} benchmark cases passed; "
+            f"score {self.report.score * 1e6:.3f} µs (geometric mean of medians)"
+        )

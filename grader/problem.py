@@ -1,0 +1,233 @@
+"""Loading problems in the GPU MODE reference-kernels layout (folder with task.yml).
+
+Extra task.yml keys of our own, all optional:
+  roofline: {bytes: "3*size*size*2", flops: "size*size"}  arithmetic on case parameters,
+      used for the speed-of-light fraction;
+  gpus: [h200, cpu, ...]  device types the problem may be graded on;
+  tolerance: {rtol: ..., atol: ...}  informational (the problem's check_implementation decides)
+      and used for our own first-mismatch listing;
+  case_time_budget_s: seconds of timing per benchmark case (default 10);
+  cpu_benchmarks: benchmark cases for CPU workers, where the GPU-sized ones would take
+      minutes (default: the benchmarks).
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+BUILTIN_DIR = REPO_ROOT / "problems"
+SUBMISSION_MARK = "@SUBMISSION@"
+# GPU MODE's own harness: we use ours, so it is neither required nor shipped to the runner.
+SKIPPED_FILES = frozenset({"eval.py"})
+TASK_FILE = "task.yml"
+
+
+class ProblemError(Exception):
+    """A problem that cannot be loaded; the message says what is wrong and where."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    files: dict[str, str]
+    spec: dict[str, Any]
+
+    @property
+    def description(self) -> str:
+        return str(self.spec.get("description") or "")
+
+    @property
+    def lang(self) -> str:
+        return str(self.spec.get("lang", "py"))
+
+    @property
+    def tests(self) -> list[dict[str, Any]]:
+        return [dict(case) for case in self.spec.get("tests") or []]
+
+    @property
+    def benchmarks(self) -> list[dict[str, Any]]:
+        return [dict(case) for case in self.spec.get("benchmarks") or []]
+
+    def benchmarks_for(self, kind: str) -> list[dict[str, Any]]:
+        """The benchmark cases graded on a device of this kind ("cpu" or "cuda")."""
+        if kind == "cpu" and self.spec.get("cpu_benchmarks"):
+            return [dict(case) for case in self.spec["cpu_benchmarks"]]
+        return self.benchmarks
+
+    @property
+    def test_timeout(self) -> float:
+        return float(self.spec.get("test_timeout", 180))
+
+    @property
+    def benchmark_timeout(self) -> float:
+        return float(self.spec.get("benchmark_timeout", 180))
+
+    @property
+    def ranked_timeout(self) -> float:
+        return float(self.spec.get("ranked_timeout", 300))
+
+    def timeout_for(self, mode: str) -> float:
+        """Wall-clock limit of a whole grading in this mode, compilation included."""
+        return {
+            "test": self.test_timeout,
+            "benchmark": self.benchmark_timeout,
+            "leaderboard": self.ranked_timeout,
+        }[mode]
+
+    @property
+    def ranking_by(self) -> str:
+        return str(self.spec.get("ranking_by", "geom"))
+
+    @property
+    def gpus(self) -> list[str]:
+        return [str(g) for g in self.spec.get("gpus") or []]
+
+    @property
+    def tolerance(self) -> dict[str, float]:
+        return {k: float(v) for k, v in (self.spec.get("tolerance") or {}).items()}
+
+    @property
+    def case_time_budget_s(self) -> float:
+        return float(self.spec.get("case_time_budget_s", 10.0))
+
+    @property
+    def submission_template(self) -> str:
+        return self.files.get("submission.py", "")
+
+    def roofline(self, case: dict[str, Any]) -> dict[str, float] | None:
+        """Bytes moved and flops of one case, from the `roofline` expressions."""
+        exprs = self.spec.get("roofline")
+        if not isinstance(exprs, dict):
+            return None
+        return {str(k): eval_arithmetic(str(v), case) for k, v in exprs.items()}
+
+
+def load_problem(ref: str | Path) -> Problem:
+    """`ref` is a problem folder, or the name of a built-in problem under <repo>/problems/."""
+    path = Path(ref)
+    if not (path / TASK_FILE).is_file():
+        builtin = BUILTIN_DIR / str(ref)
+        if isinstance(ref, str) and "/" not in ref and (builtin / TASK_FILE).is_file():
+            path = builtin
+        elif path.is_dir():
+            raise ProblemError(f"{path}: no {TASK_FILE} in this folder")
+        else:
+            raise ProblemError(f"{ref}: neither a problem folder nor a built-in problem")
+    return _load_folder(path.resolve())
+
+
+def _load_folder(folder: Path) -> Problem:
+    task_path = folder / TASK_FILE
+    try:
+        spec = yaml.safe_load(task_path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ProblemError(f"{task_path}: cannot read: {exc}") from exc
+    if not isinstance(spec, dict):
+        raise ProblemError(f"{task_path}: expected a mapping at the top level")
+    files: dict[str, str] = {TASK_FILE: task_path.read_text()}
+    entries = spec.get("files")
+    if not isinstance(entries, list):
+        raise ProblemError(f"{task_path}: 'files' must be a list of {{name, source}}")
+    for entry in entries:
+        if not isinstance(entry, dict) or "name" not in entry or "source" not in entry:
+            raise ProblemError(f"{task_path}: bad files entry {entry!r}")
+        name, source = str(entry["name"]), str(entry["source"])
+        if name in SKIPPED_FILES:
+            continue
+        if source == SUBMISSION_MARK:
+            template = folder / name
+            if template.is_file():
+                files[name] = template.read_text()
+            continue
+        source_path = (folder / source).resolve()
+        if not source_path.is_file():
+            raise ProblemError(f"{task_path}: file {name!r} refers to missing {source_path}")
+        files[name] = source_path.read_text()
+    if "reference.py" not in files:
+        raise ProblemError(f"{task_path}: the files list has no reference.py")
+    return problem_from_files(folder.name, files)
+
+
+def problem_from_files(name: str, files: dict[str, str]) -> Problem:
+    """Rebuild a problem from its resolved files (how a worker receives it, as JSON)."""
+    if TASK_FILE not in files:
+        raise ProblemError(f"problem {name!r}: no {TASK_FILE} among its files")
+    try:
+        spec = yaml.safe_load(files[TASK_FILE])
+    except yaml.YAMLError as exc:
+        raise ProblemError(f"problem {name!r}: {TASK_FILE} is not valid YAML: {exc}") from exc
+    if not isinstance(spec, dict):
+        raise ProblemError(f"problem {name!r}: {TASK_FILE} must be a mapping")
+    if "reference.py" not in files:
+        raise ProblemError(f"problem {name!r}: no reference.py among its files")
+    for key in ("tests", "benchmarks", "cpu_benchmarks"):
+        cases = spec.get(key) or []
+        if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
+            raise ProblemError(f"problem {name!r}: {key!r} must be a list of mappings")
+    return Problem(name=name, files=dict(files), spec=spec)
+
+
+def builtin_problems() -> list[Problem]:
+    """Every folder under <repo>/problems/ that has a task.yml."""
+    if not BUILTIN_DIR.is_dir():
+        return []
+    return [
+        _load_folder(child.resolve())
+        for child in sorted(BUILTIN_DIR.iterdir())
+        if (child / TASK_FILE).is_file()
+    ]
+
+
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+}
+_UNARY: dict[type[ast.unaryop], Callable[[Any], Any]] = {
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+}
+
+
+def eval_arithmetic(expr: str, names: dict[str, Any]) -> float:
+    """Evaluate `expr` allowing only numbers, case parameter names and + - * / // % **;
+    problem files are semi-trusted, and the server evaluates these too."""
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as exc:
+        raise ProblemError(f"roofline expression {expr!r}: {exc.msg}") from exc
+
+    def walk(node: ast.AST) -> float:
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return float(node.value)
+        if isinstance(node, ast.Name):
+            value = names.get(node.id)
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                raise ProblemError(f"roofline expression {expr!r}: unknown number {node.id!r}")
+            return float(value)
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            if isinstance(node.op, ast.Pow):
+                exponent = walk(node.right)
+                if abs(exponent) > 16:
+                    raise ProblemError(f"roofline expression {expr!r}: exponent too large")
+                return float(_BINARY[ast.Pow](walk(node.left), exponent))
+            return float(_BINARY[type(node.op)](walk(node.left), walk(node.right)))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            return float(_UNARY[type(node.op)](walk(node.operand)))
+        raise ProblemError(f"roofline expression {expr!r}: only arithmetic is allowed")
+
+    return walk(tree)

@@ -1,0 +1,142 @@
+"""Timing one kernel (runner side: warm-up, L2 flush, events, stopping rule) and the
+statistics the harness computes from the raw samples it receives."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+WARMUP_MIN_S = 0.2
+WARMUP_MIN_CALLS = 3
+MIN_SAMPLES = 10
+MAX_SAMPLES = 1000
+TARGET_REL_SEM = 0.005
+DEFAULT_CASE_BUDGET_S = 10.0
+_MIN_FLUSH_BYTES = 128 << 20
+
+
+@dataclass
+class Samples:
+    """What the runner reports for one case; the harness trusts none of it blindly."""
+
+    seconds: list[float]
+    wall_s: float
+    sm_clock_mhz: float | None
+
+
+def rel_sem(samples: list[float]) -> float:
+    """Relative standard error of the mean (inf with fewer than two samples)."""
+    if len(samples) < 2:
+        return math.inf
+    mean = statistics.fmean(samples)
+    if mean <= 0:
+        return math.inf
+    return statistics.stdev(samples) / math.sqrt(len(samples)) / mean
+
+
+def enough_samples(samples: list[float]) -> bool:
+    return len(samples) >= MIN_SAMPLES and rel_sem(samples) < TARGET_REL_SEM
+
+
+def _percentile(sorted_samples: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    pos = (len(sorted_samples) - 1) * q
+    low = math.floor(pos)
+    high = min(low + 1, len(sorted_samples) - 1)
+    return sorted_samples[low] + (sorted_samples[high] - sorted_samples[low]) * (pos - low)
+
+
+def summarize(samples: list[float], sm_clock_mhz: float | None = None) -> dict[str, Any]:
+    """The per-case time statistics of the report."""
+    ordered = sorted(samples)
+    mean = statistics.fmean(ordered)
+    std = statistics.stdev(ordered) if len(ordered) > 1 else 0.0
+    return {
+        "median_s": statistics.median(ordered),
+        "mean_s": mean,
+        "min_s": ordered[0],
+        "p10_s": _percentile(ordered, 0.1),
+        "p90_s": _percentile(ordered, 0.9),
+        "cv": std / mean if mean > 0 else 0.0,
+        "samples": len(ordered),
+        "sm_clock_mhz": sm_clock_mhz,
+    }
+
+
+def geometric_mean(values: list[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+class Timer:
+    """Times single calls on one device; on CUDA flushes L2 before each and uses events."""
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self._flush: torch.Tensor | None = None
+        if device.startswith("cuda"):
+            props = torch.cuda.get_device_properties(torch.device(device))
+            l2 = int(getattr(props, "L2_cache_size", 0) or 0)
+            self._flush = torch.empty(
+                max(2 * l2, _MIN_FLUSH_BYTES), dtype=torch.int8, device=device
+            )
+
+    def one_call(self, fn: Callable[[Any], Any], data: Any) -> tuple[float, Any]:
+        """Seconds of one call, and its output."""
+        if self._flush is None:
+            start = time.perf_counter_ns()
+            output = fn(data)
+            return (time.perf_counter_ns() - start) / 1e9, output
+        torch.cuda.synchronize()
+        # Writing a buffer twice the L2 size evicts the inputs of the previous call.
+        self._flush.zero_()
+        begin = torch.cuda.Event(enable_timing=True)
+        end = torch.cuda.Event(enable_timing=True)
+        begin.record()
+        output = fn(data)
+        end.record()
+        torch.cuda.synchronize()
+        return begin.elapsed_time(end) / 1e3, output
+
+    def sm_clock_mhz(self) -> float | None:
+        if self._flush is None:
+            return None
+        try:
+            # Needs pynvml; a missing or failing NVML just means no clock in the report.
+            return float(torch.cuda.clock_rate(torch.device(self.device)))
+        except Exception:
+            return None
+
+    def warm_up(self, fn: Callable[[Any], Any], data: Any) -> None:
+        started = time.perf_counter()
+        calls = 0
+        while calls < WARMUP_MIN_CALLS or time.perf_counter() - started < WARMUP_MIN_S:
+            fn(data)
+            calls += 1
+        if self._flush is not None:
+            torch.cuda.synchronize()
+
+    def time_case(
+        self,
+        fn: Callable[[Any], Any],
+        data: Any,
+        *,
+        budget_s: float = DEFAULT_CASE_BUDGET_S,
+        max_samples: int = MAX_SAMPLES,
+    ) -> tuple[Samples, Any]:
+        """Warm up, then sample until the mean is known to 0.5% or the budget runs out."""
+        started = time.perf_counter()
+        self.warm_up(fn, data)
+        seconds: list[float] = []
+        output: Any = None
+        while len(seconds) < max_samples:
+            sample, output = self.one_call(fn, data)
+            seconds.append(sample)
+            if enough_samples(seconds) or time.perf_counter() - started > budget_s:
+                break
+        return Samples(seconds, time.perf_counter() - started, self.sm_clock_mhz()), output

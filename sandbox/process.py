@@ -1,0 +1,233 @@
+"""Starting a child process in its own session with rlimits, capturing capped output,
+and killing its whole process group; `start` for talking to it, `run` for one-shot use."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import resource
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO
+
+DEFAULT_CAP = 64 * 1024
+_READ_CHUNK = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-process rlimits applied in the child before exec (None leaves a limit alone)."""
+
+    core_bytes: int | None = 0
+    open_files: int | None = 1024
+    file_size_bytes: int | None = 1 << 30
+    # No address-space limit by default: CUDA reserves terabytes of virtual memory.
+    address_space_bytes: int | None = None
+    cpu_seconds: int | None = None
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    returncode: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    wall_s: float
+
+
+class _CappedReader:
+    """Drains a pipe on a thread, keeping the first `cap` bytes and counting the rest,
+    so a chatty child never blocks on a full pipe."""
+
+    def __init__(self, stream: IO[bytes], cap: int) -> None:
+        self._stream = stream
+        self._cap = cap
+        self._kept = bytearray()
+        self._dropped = 0
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        fd = self._stream.fileno()
+        try:
+            while True:
+                chunk = os.read(fd, _READ_CHUNK)
+                if not chunk:
+                    break
+                room = self._cap - len(self._kept)
+                if room > 0:
+                    self._kept += chunk[:room]
+                self._dropped += max(0, len(chunk) - max(room, 0))
+        except OSError:
+            pass
+
+    def text(self, join_timeout_s: float = 2.0) -> str:
+        # A process that escaped the group kill may still hold the pipe: do not wait forever.
+        self._thread.join(join_timeout_s)
+        out = bytes(self._kept).decode("utf-8", errors="replace")
+        if self._dropped:
+            out += f"\n[... output truncated: {self._dropped} more bytes not shown]\n"
+        return out
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._stream.close()
+
+
+def _limit_setter(limits: Limits) -> Callable[[], None]:
+    pairs = [
+        (resource.RLIMIT_CORE, limits.core_bytes),
+        (resource.RLIMIT_NOFILE, limits.open_files),
+        (resource.RLIMIT_FSIZE, limits.file_size_bytes),
+        (resource.RLIMIT_AS, limits.address_space_bytes),
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+    ]
+    chosen = [(which, value) for which, value in pairs if value is not None]
+
+    def apply() -> None:
+        for which, value in chosen:
+            hard = resource.getrlimit(which)[1]
+            if hard != resource.RLIM_INFINITY:
+                value = min(value, hard)
+            resource.setrlimit(which, (value, value))
+        # The child must not die of SIGPIPE silently nor inherit an ignored SIGINT.
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+    return apply
+
+
+def wrap_argv(argv: Sequence[str]) -> list[str]:
+    """The seam for isolation: bubblewrap will prefix its own argv here."""
+    return list(argv)
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL the process group led by `pid` (children started with `start` lead one)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+class Child:
+    """A running child in its own session; talk to it through the fds you passed."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike[str],
+        env: Mapping[str, str],
+        pass_fds: Sequence[int] = (),
+        stdout_cap: int = DEFAULT_CAP,
+        stderr_cap: int = DEFAULT_CAP,
+        limits: Limits | None = None,
+    ) -> None:
+        self.started = time.monotonic()
+        self._popen = subprocess.Popen(
+            wrap_argv(argv),
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=tuple(pass_fds),
+            close_fds=True,
+            start_new_session=True,
+            preexec_fn=_limit_setter(limits or Limits()),
+        )
+        assert self._popen.stdout is not None and self._popen.stderr is not None
+        self._out = _CappedReader(self._popen.stdout, stdout_cap)
+        self._err = _CappedReader(self._popen.stderr, stderr_cap)
+        self.timed_out = False
+        self._ended: float | None = None
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    def poll(self) -> int | None:
+        return self._popen.poll()
+
+    def wait(self, timeout_s: float | None = None) -> int | None:
+        """Wait for the child to exit; None if it is still running after `timeout_s`."""
+        try:
+            code = self._popen.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            return None
+        if self._ended is None:
+            self._ended = time.monotonic()
+        return code
+
+    def kill_tree(self) -> None:
+        """Kill the child's whole process group and reap the child."""
+        kill_tree(self._popen.pid)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._popen.wait(5)
+        if self._ended is None:
+            self._ended = time.monotonic()
+
+    def result(self) -> ProcessResult:
+        """Kill what is left of the group, then collect the capped output."""
+        self.kill_tree()
+        stdout, stderr = self._out.text(), self._err.text()
+        self._out.close()
+        self._err.close()
+        ended = self._ended if self._ended is not None else time.monotonic()
+        return ProcessResult(
+            returncode=self._popen.returncode,
+            stdout=stdout,
+            stderr=stderr,
+            timed_out=self.timed_out,
+            wall_s=ended - self.started,
+        )
+
+
+def start(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str],
+    pass_fds: Sequence[int] = (),
+    stdout_cap: int = DEFAULT_CAP,
+    stderr_cap: int = DEFAULT_CAP,
+    limits: Limits | None = None,
+) -> Child:
+    """Start `argv` in a new session with `limits`; stdin is /dev/null."""
+    return Child(
+        argv,
+        cwd=cwd,
+        env=env,
+        pass_fds=pass_fds,
+        stdout_cap=stdout_cap,
+        stderr_cap=stderr_cap,
+        limits=limits,
+    )
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike[str],
+    env: Mapping[str, str],
+    timeout_s: float,
+    pass_fds: Sequence[int] = (),
+    stdout_cap: int = DEFAULT_CAP,
+    stderr_cap: int = DEFAULT_CAP,
+    limits: Limits | None = None,
+) -> ProcessResult:
+    """Run `argv` to completion or until `timeout_s`, then kill its whole process group."""
+    child = start(
+        argv,
+        cwd=cwd,
+        env=env,
+        pass_fds=pass_fds,
+        stdout_cap=stdout_cap,
+        stderr_cap=stderr_cap,
+        limits=limits,
+    )
+    if child.wait(timeout_s) is None:
+        child.timed_out = True
+    return child.result()

@@ -1,0 +1,123 @@
+"""Grading the built-in problems' example solutions: what a competitor sees."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from grader.harness import grade
+from grader.problem import Problem
+
+
+@pytest.mark.parametrize("name", ["pytorch", "triton"])
+def test_correct_vectoradd_passes_in_test_mode(
+    vectoradd: Problem, solution: Callable[[str, str], str], name: str
+) -> None:
+    report = grade(vectoradd, solution("vectoradd", name), mode="test", device="cpu")
+    assert report.status == "passed", report.message + report.stderr
+    assert report.score is None
+    assert [c.status for c in report.cases] == ["passed"] * len(vectoradd.tests)
+    assert report.device == "cpu" and report.device_type == "cpu"
+
+
+@pytest.mark.parametrize("name", ["pytorch", "triton"])
+def test_correct_vectorsum_passes(
+    vectorsum: Problem, solution: Callable[[str, str], str], name: str
+) -> None:
+    report = grade(vectorsum, solution("vectorsum", name))
+    assert report.status == "passed", report.message + report.stderr
+
+
+def test_wrong_zeros_fails_naming_case_and_first_mismatch(
+    vectoradd: Problem, solution: Callable[[str, str], str]
+) -> None:
+    report = grade(vectoradd, solution("vectoradd", "wrong_zeros"))
+    assert report.status == "failed"
+    assert "case size=127 seed=4242: mismatch at (0, 0): got 0, expected" in report.message
+    assert "of 16129 elements differ" in report.message
+    assert report.cases[0].status == "failed"
+
+
+def test_wrong_sum_fails(vectorsum: Problem, solution: Callable[[str, str], str]) -> None:
+    report = grade(vectorsum, solution("vectorsum", "wrong"))
+    assert report.status == "failed"
+    assert "mismatch at ()" in report.message
+
+
+def test_benchmark_mode_scores_with_time_statistics(
+    quick_vectoradd: Problem, solution: Callable[[str, str], str]
+) -> None:
+    progress: list[str] = []
+    report = grade(
+        quick_vectoradd,
+        solution("vectoradd", "pytorch"),
+        mode="benchmark",
+        on_progress=progress.append,
+    )
+    assert report.status == "passed", report.message + report.stderr
+    assert report.score is not None and report.score > 0
+    assert [c.kind for c in report.cases] == ["benchmark", "benchmark"]
+    for case in report.cases:
+        assert case.time is not None
+        assert case.time["samples"] >= 1
+        assert 0 < case.time["min_s"] <= case.time["median_s"] <= case.time["p90_s"]
+        assert case.time["sm_clock_mhz"] is None
+        assert case.roofline == {
+            "bytes": 3 * case.params["size"] ** 2 * 2,
+            "flops": case.params["size"] ** 2,
+        }
+    assert len(progress) == 2
+    data = json.loads(json.dumps(report.to_dict()))
+    assert set(data["cases"][0]["time"]) >= {
+        "median_s",
+        "mean_s",
+        "min_s",
+        "p10_s",
+        "p90_s",
+        "cv",
+        "samples",
+        "sm_clock_mhz",
+    }
+
+
+def test_leaderboard_mode_passes_with_secret_seed(
+    vectorsum: Problem, solution: Callable[[str, str], str], with_cases: Callable[..., Problem]
+) -> None:
+    problem = with_cases(vectorsum, benchmarks=[{"size": 4096, "seed": 1}], budget_s=0.5)
+    report = grade(
+        problem, solution("vectorsum", "pytorch"), mode="leaderboard", secret_seed=123456789
+    )
+    assert report.status == "passed", report.message + report.stderr
+    assert report.score is not None and report.score > 0
+    assert report.cases[0].time is not None and report.cases[0].time["samples"] >= 1
+
+
+def test_wrong_kernel_fails_in_benchmark_mode_without_score(
+    quick_vectoradd: Problem, solution: Callable[[str, str], str]
+) -> None:
+    report = grade(quick_vectoradd, solution("vectoradd", "wrong_zeros"), mode="benchmark")
+    assert report.status == "failed"
+    assert report.score is None
+
+
+def test_invalid_mode_or_device_is_a_value_error(vectoradd: Problem) -> None:
+    with pytest.raises(ValueError):
+        grade(vectoradd, "", mode="fast")
+    with pytest.raises(ValueError):
+        grade(vectoradd, "", device="tpu")
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", ["pytorch", "triton", "cuda_inline"])
+def test_vectoradd_solutions_pass_on_cuda(
+    vectoradd: Problem, solution: Callable[[str, str], str], name: str
+) -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs an NVIDIA GPU")
+    report = grade(vectoradd, solution("vectoradd", name), mode="test", device="cuda")
+    assert report.status == "passed", report.message + report.stderr
+    assert report.device == "cuda" and report.device_type != "cpu"

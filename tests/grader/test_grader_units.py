@@ -1,0 +1,160 @@
+"""Inputs, checks, statistics, framing, devices and the report, without a runner."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.check import first_mismatches, normalise_verdict
+from grader.device import detect_device, device_type_from_name
+from grader.harness import import_reference
+from grader.inputs import case_seed, seeded_case, written_paths
+from grader.problem import Problem
+from grader.protocol import ChannelClosed, ChannelError, ChannelTimeout, recv_message, send_message
+from grader.report import CaseResult, Report
+from grader.timing import Timer, enough_samples, geometric_mean, summarize
+
+
+def test_secret_seed_changes_inputs_and_public_seed_is_kept() -> None:
+    case = {"size": 1024, "seed": 54352}
+    assert case_seed(case, None) == 54352
+    ranked = {case_seed(case, secret) for secret in (1, 2, 3)}
+    assert len(ranked) == 3 and 54352 not in ranked
+    assert case_seed(case, 1) == case_seed(dict(case), 1)  # reproducible per secret
+    assert case_seed(case, 1, repeat=1) != case_seed(case, 1, repeat=2)
+    assert seeded_case(case, 7)["size"] == 1024
+    assert 0 <= case_seed(case, 2**80) < 2**31
+
+
+def test_secret_seeds_give_different_inputs(tmp_path: Path, vectoradd: Problem) -> None:
+    for name, text in vectoradd.files.items():
+        (tmp_path / name).write_text(text)
+    reference = import_reference(tmp_path, ["reference", "utils", "task", "submission"])
+    case = {"size": 8, "seed": 54352}
+    public = reference.generate_input(**seeded_case(case, None))
+    again = reference.generate_input(**seeded_case(case, None))
+    first = reference.generate_input(**seeded_case(case, 1))
+    second = reference.generate_input(**seeded_case(case, 2))
+    assert torch.equal(public[0], again[0])
+    assert not torch.equal(public[0], first[0])
+    assert not torch.equal(first[0], second[0])
+    assert "utils" not in sys.modules or "make_match_reference" not in vars(sys.modules["utils"])
+
+
+def test_first_mismatches_lists_the_first_elements() -> None:
+    expected = torch.arange(16, dtype=torch.float32).reshape(4, 4) + 1
+    got = expected.clone()
+    got[0, 0] = 0
+    got[2, 3] = 5
+    text = first_mismatches(got, expected)
+    assert text.startswith("mismatch at (0, 0): got 0, expected 1; mismatch at (2, 3): got 5")
+    assert text.endswith("(2 shown, 2 of 16 elements differ)")
+    assert first_mismatches(expected, expected) == ""
+    assert first_mismatches(expected, expected[:2]) == ""  # different shapes: no listing
+
+
+def test_both_check_implementation_forms_are_understood() -> None:
+    assert normalise_verdict((True, "")) == (True, "")
+    assert normalise_verdict((False, "bad")) == (False, "bad")
+    assert normalise_verdict("") == (True, "")
+    assert normalise_verdict("mismatch") == (False, "mismatch")
+
+
+def test_written_paths_finds_the_output_buffer() -> None:
+    data = (torch.ones(3), torch.ones(3), torch.empty(3).fill_(float("nan")))
+    after = (data[0].clone(), data[1].clone(), torch.zeros(3))
+    assert written_paths(data, after) == {"data[2]"}
+    assert written_paths(data, tuple(t.clone() for t in data)) == set()
+
+
+def test_statistics_of_samples() -> None:
+    samples = [float(x) for x in range(1, 11)]
+    stats = summarize(samples)
+    assert stats["median_s"] == 5.5 and stats["min_s"] == 1.0 and stats["samples"] == 10
+    assert stats["p10_s"] == pytest.approx(1.9) and stats["p90_s"] == pytest.approx(9.1)
+    assert stats["cv"] == pytest.approx(statistics.stdev(samples) / 5.5)
+    assert geometric_mean([1e-6, 1e-4]) == pytest.approx(1e-5)
+    assert enough_samples([1.0] * 10) and not enough_samples([1.0] * 9)
+    assert not enough_samples([1.0, 2.0] * 10)
+
+
+def test_cpu_timer_samples_real_calls() -> None:
+    calls = []
+    samples, output = Timer("cpu").time_case(lambda d: calls.append(d) or d, 7, budget_s=0.3)
+    assert output == 7
+    assert 1 <= len(samples.seconds) <= 1000 and samples.wall_s >= sum(samples.seconds)
+    assert len(calls) >= 3 + len(samples.seconds)  # warm-up calls are real calls
+    assert samples.sm_clock_mhz is None
+
+
+class _Opaque:
+    pass
+
+
+def test_protocol_carries_tensors_and_refuses_objects() -> None:
+    read_fd, write_fd = os.pipe()
+    try:
+        message = {"op": "run", "data": (torch.arange(5), [1.5, "x"], {"k": torch.ones(2)})}
+        send_message(write_fd, message)
+        received = recv_message(read_fd)
+        assert received["op"] == "run" and torch.equal(received["data"][0], torch.arange(5))
+        send_message(write_fd, {"evil": _Opaque()})
+        with pytest.raises(ChannelError):
+            recv_message(read_fd)
+        send_message(write_fd, {"big": torch.zeros(1000)})
+        with pytest.raises(ChannelError, match="exceeds"):
+            recv_message(read_fd, max_bytes=100)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+
+
+def test_protocol_reports_deadline_and_closed_channel() -> None:
+    read_fd, write_fd = os.pipe()
+    with pytest.raises(ChannelTimeout):
+        recv_message(read_fd, deadline=0)
+    os.close(write_fd)
+    with pytest.raises(ChannelClosed):
+        recv_message(read_fd)
+    os.close(read_fd)
+
+
+def test_device_type_names() -> None:
+    assert device_type_from_name("NVIDIA H200") == "h200"
+    assert device_type_from_name("NVIDIA H100 80GB HBM3") == "h100"
+    assert device_type_from_name("NVIDIA A100-SXM4-80GB") == "a100"
+    assert device_type_from_name("NVIDIA GeForce RTX 4090") == "rtx4090"
+    assert device_type_from_name("Tesla T4") == "t4"
+    assert detect_device("cpu").kind == "cpu"
+    with pytest.raises(ValueError):
+        detect_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError):
+            detect_device("cuda")
+        assert detect_device(None).device_type == "cpu"
+
+
+def test_report_is_json_safe() -> None:
+    report = Report(
+        status="passed",
+        problem="p",
+        mode="test",
+        device="cpu",
+        cases=[CaseResult(kind="test", params={"size": 1}, status="passed")],
+    )
+    data = json.loads(json.dumps(report.to_dict()))
+    assert data["cases"][0] == {
+        "kind": "test",
+        "params": {"size": 1},
+        "status": "passed",
+        "message": "",
+        "time": None,
+        "roofline": None,
+    }
+    assert data["score"] is None and data["flags"] == []
