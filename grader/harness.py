@@ -42,6 +42,7 @@ MODES = ("test", "benchmark", "leaderboard")
 DEVICES = ("cpu", "cuda")
 DEVICE_ENV = "KJ_DEVICE"  # how problem code (problems/utils.py) learns the grading device
 LEADERBOARD_MAX_SETS = 20
+EXIT_GRACE_S = 2.0
 MESSAGE_CAP = 4000
 CUDA_ONLY = "this problem generates its inputs on CUDA; grade it on a GPU worker"
 GRADER_PACKAGE = Path(__file__).resolve().parent
@@ -152,6 +153,8 @@ def runner_env(work: Path, lib: Path, kind: str) -> dict[str, str]:
         "PYTHONPATH": str(lib),
         "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
+        # The submission's own prints reach the report even if the runner is killed.
+        "PYTHONUNBUFFERED": "1",
         "TRITON_CACHE_DIR": str(work / "home" / ".triton"),
         "TORCH_EXTENSIONS_DIR": str(work / "home" / "torch_extensions"),
     }
@@ -228,6 +231,8 @@ class RunnerSession:
         for fd in (self._to_runner, self._from_runner):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        # A runner whose channel closed exits by itself; give it a moment, then kill the rest.
+        self.child.wait(max(0.0, min(EXIT_GRACE_S, self.deadline - time.monotonic())))
         return self.child.result()
 
 

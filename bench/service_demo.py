@@ -1,0 +1,109 @@
+"""End-to-end run of a single-machine install on this host's device, as a user would do it:
+`kerneljudge user add`, `kerneljudge serve`, then HTTP only (submit, poll, leaderboard).
+
+    python bench/service_demo.py [SOLUTION ...]   # default: vectoradd's pytorch and triton
+
+Prints each report (status, score, per-case medians, device) and the leaderboard. Used to
+show the service grading on a GPU worker (see docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+TERMINAL = {"passed", "failed", "error", "timeout", "rejected"}
+DEFAULT = ["problems/vectoradd/solutions/pytorch.py", "problems/vectoradd/solutions/triton.py"]
+
+
+def call(method: str, url: str, token: str | None = None, body: Any = None) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    request.add_header("Content-Type", "application/json")
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return json.loads(response.read())
+
+
+def main() -> int:
+    solutions = sys.argv[1:] or DEFAULT
+    data_dir = Path(tempfile.mkdtemp(prefix="kj-demo-"))
+    env = {**os.environ, "KJ_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+    cli = [sys.executable, "-m", "server.cli"]
+    added = subprocess.run(
+        [*cli, "user", "add", "demo"], env=env, cwd=REPO, capture_output=True, text=True
+    )
+    print("$ kerneljudge user add demo ->", added.returncode, added.stderr.strip()[-300:])
+    token = added.stdout.strip().splitlines()[-1]
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    log = open(data_dir / "serve.log", "wb")  # noqa: SIM115
+    serve = subprocess.Popen(
+        [*cli, "serve", "--port", str(port)], env=env, cwd=REPO, stdout=log, stderr=log,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        for _ in range(300):
+            try:
+                call("GET", f"{base}/healthz")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.2)
+        problem = call("GET", f"{base}/api/v1/problems/vectoradd")
+        print("problem vectoradd offered on:", problem["gpu_types"])
+        ids = {}
+        for path in solutions:
+            code = (REPO / path).read_text()
+            accepted = call(
+                "POST", f"{base}/api/v1/submissions", token,
+                {"problem": "vectoradd", "code": code, "mode": "leaderboard"},
+            )  # fmt: skip
+            print(f"POST {path} ->", accepted)
+            ids[path] = accepted["id"]
+        failures = 0
+        for path, sid in ids.items():
+            started = time.monotonic()
+            while True:
+                report = call("GET", f"{base}/api/v1/submissions/{sid}", token)
+                if report["status"] in TERMINAL:
+                    break
+                time.sleep(0.5)
+            failures += report["status"] != "passed"
+            print(f"\n== submission {sid} ({path}): {report['status']} after "
+                  f"{time.monotonic() - started:.1f} s of polling")  # fmt: skip
+            print("device:", report["device_name"], "| gpu:", report["gpu"],
+                  "| worker:", report["worker"])  # fmt: skip
+            print("score (s):", report["score"], "|", report["message"])
+            for case in report["cases"]:
+                timing = case.get("time") or {}
+                print(
+                    "  ", case["params"], case["status"],
+                    f"median {timing.get('median_s', 0) * 1e6:.2f} us",
+                    f"cv {timing.get('cv', 0):.3f}", f"n={timing.get('samples')}",
+                    f"sm_clock={timing.get('sm_clock_mhz')}",
+                )  # fmt: skip
+        board = call("GET", f"{base}/api/v1/leaderboards/vectoradd")
+        print("\nGET /api/v1/leaderboards/vectoradd ->", json.dumps(board, indent=1))
+        return 1 if failures else 0
+    finally:
+        serve.terminate()
+        serve.wait(timeout=60)
+        log.close()
+        print("\n-- serve log tail --")
+        print((data_dir / "serve.log").read_text()[-3000:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
