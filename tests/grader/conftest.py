@@ -4,17 +4,14 @@ fast variant of a problem with small benchmark cases."""
 from __future__ import annotations
 
 import dataclasses
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from grader.problem import Problem, load_problem
 
-from grader.problem import Problem, load_problem  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
@@ -51,6 +48,7 @@ def _with_cases(
         spec["tests"] = tests
     if benchmarks is not None:
         spec["benchmarks"] = benchmarks
+        spec.pop("cpu_benchmarks", None)
     spec["case_time_budget_s"] = budget_s
     return dataclasses.replace(problem, spec=spec)
 
