@@ -21,12 +21,14 @@ from typing import Any
 import torch
 
 import sandbox
+from grader.calibrate import DevicePeaks, measure_peaks
 from grader.check import first_mismatches, run_check
 from grader.device import DeviceInfo, detect_device
 from grader.inputs import (
     clone_data,
     devices_of,
     iter_tensors,
+    poison,
     same_tensor,
     seeded_case,
     to_cpu,
@@ -50,8 +52,14 @@ SKIP_IN_RUNNER = frozenset({"reference.py", "eval.py", "task.yml"})
 # Registers and unregisters the problem's module names in sys.modules; one at a time.
 _IMPORT_LOCK = threading.Lock()
 
-# Device bandwidth for the speed-of-light fraction (bytes/s, vendor peak).
-PEAK_BANDWIDTH = {"h200": 4.8e12, "h100": 3.35e12, "a100": 2.0e12, "b200": 8.0e12}
+# A case may not run faster than this fraction of its physical floor on this device.
+FLOOR_MARGIN = 0.9
+# The harness's own clock around a batch of back-to-back calls: long enough to be measured
+# well, and a per-call allowance for launch overhead the events rightly leave out.
+CROSS_CHECK_BATCH_S = 0.05
+CROSS_CHECK_MAX_CALLS = 2000
+CROSS_CHECK_SLACK_S = 50e-6
+CROSS_CHECK_RATIO = 1.5
 
 
 class Stop(Exception):
@@ -72,14 +80,23 @@ def grade(
     secret_seed: int | None = None,
     timeout_s: float | None = None,
     on_progress: Callable[[str], None] | None = None,
+    peaks: DevicePeaks | None = None,
+    enforce_floor: bool | None = None,
 ) -> Report:
-    """Grade `code` (the text of submission.py) on `problem` and return the report."""
+    """Grade `code` (the text of submission.py) on `problem` and return the report.
+
+    `peaks`: the device's measured ceilings (measured here when missing and timing is
+    needed). `enforce_floor`: reject times under the physical floor; default on CUDA only,
+    since a CPU shared with other work measures its peaks too unevenly to judge by."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     if device not in DEVICES:
         raise ValueError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
     info = detect_device(device)
     limit = timeout_s or problem.timeout_for(mode)
+    if peaks is None and mode != "test":
+        # Workers measure their peaks once when they start and pass them in.
+        peaks = measure_peaks(info.kind)
     report = Report(
         status="running",
         problem=problem.name,
@@ -87,10 +104,14 @@ def grade(
         device=info.kind,
         device_name=info.name,
         device_type=info.device_type,
+        device_peaks=peaks.to_dict() if peaks else None,
     )
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="kj-grade-") as root:
-        grading = _Grading(problem, code, mode, info, secret_seed, limit, report, on_progress)
+        grading = _Grading(
+            problem, code, mode, info, secret_seed, limit, report, on_progress, peaks
+        )
+        grading.enforce_floor = info.kind == "cuda" if enforce_floor is None else enforce_floor
         grading.run(Path(root))
     report.wall_s = time.monotonic() - started
     return report
@@ -249,8 +270,11 @@ class _Grading:
         limit_s: float,
         report: Report,
         on_progress: Callable[[str], None] | None,
+        peaks: DevicePeaks | None,
     ) -> None:
         self.problem = problem
+        self.peaks = peaks
+        self.enforce_floor = False
         self.code = code
         self.mode = mode
         self.kind = info.kind
@@ -405,6 +429,7 @@ class _Grading:
     def _grade_case(self, session: RunnerSession, case: dict[str, Any], result: CaseResult) -> None:
         data = self._generate(case)
         expected, written = self._written_by_reference(case, data)
+        poison(data, written)
         reply, _ = session.request({"op": "run", "data": to_cpu(data), "return_data": True})
         failure = self._verdict(case, data, reply.get("output"), expected)
         if not failure:
@@ -417,22 +442,28 @@ class _Grading:
             result.status, result.message = "failed", _cap(failure)
             return
         if self.mode == "benchmark":
-            self._time_benchmark(session, case, data, result)
+            self._time_benchmark(session, case, data, written, result)
         elif self.mode == "leaderboard":
-            self._time_ranked(session, case, data, result)
+            self._time_ranked(session, case, data, written, result)
         result.status = "passed"
 
     def _budget(self) -> float:
         return max(0.0, min(self.problem.case_time_budget_s, self.deadline - time.monotonic()))
 
     def _time_benchmark(
-        self, session: RunnerSession, case: dict[str, Any], data: Any, result: CaseResult
+        self,
+        session: RunnerSession,
+        case: dict[str, Any],
+        data: Any,
+        written: set[str],
+        result: CaseResult,
     ) -> None:
         request = {
             "op": "time",
             "data": to_cpu(data),
             "budget_s": self._budget(),
             "max_samples": MAX_SAMPLES,
+            "poison": sorted(written),
         }
         reply, wall_s = session.request(request)
         samples = self._samples(reply)
@@ -441,9 +472,15 @@ class _Grading:
         if failure:
             raise Stop("failed", failure + " (output of the last timed call)")
         self._record_time(case, samples, reply.get("sm_clock_mhz"), result)
+        self._cross_check(session, case, data, result)
 
     def _time_ranked(
-        self, session: RunnerSession, case: dict[str, Any], data: Any, result: CaseResult
+        self,
+        session: RunnerSession,
+        case: dict[str, Any],
+        data: Any,
+        written: set[str],
+        result: CaseResult,
     ) -> None:
         """Fresh inputs for every timed call, and every timed call's output checked."""
         session.request({"op": "warmup", "data": to_cpu(data)})
@@ -453,6 +490,7 @@ class _Grading:
         budget_ends = time.monotonic() + self._budget()
         for repeat in range(1, LEADERBOARD_MAX_SETS + 1):
             fresh = self._generate(case, repeat)
+            poison(fresh, written)
             reply, wall_s = session.request({"op": "time_one", "data": to_cpu(fresh)})
             samples += self._samples(reply)
             wall_total += wall_s
@@ -464,6 +502,7 @@ class _Grading:
                 break
         self._check_claims(case, samples, wall_total)
         self._record_time(case, samples, clock, result)
+        self._cross_check(session, case, data, result)
 
     def _samples(self, reply: dict[str, Any]) -> list[float]:
         samples = reply.get("samples")
@@ -492,17 +531,50 @@ class _Grading:
         result.time = summarize(samples, clock_mhz)
         if result.time["median_s"] <= 0:
             raise Stop("rejected", f"case {_label(case)}: a median time of zero is impossible")
+        self._apply_roofline(case, result)
+
+    def _apply_roofline(self, case: dict[str, Any], result: CaseResult) -> None:
+        """Speed-of-light fraction against this device's measured peaks; a time under
+        FLOOR_MARGIN of the physical floor cannot be real and is rejected."""
         roofline = self.problem.roofline(case)
-        if roofline is not None:
-            peak = PEAK_BANDWIDTH.get(self.device_type)
-            if peak and roofline.get("bytes"):
-                roofline["floor_s"] = roofline["bytes"] / peak
-                roofline["sol_fraction"] = roofline["floor_s"] / result.time["median_s"]
-                if roofline["sol_fraction"] > 1.05:
-                    self.report.flags.append(
-                        f"case {_label(case)} ran faster than the memory-bandwidth floor"
-                    )
-            result.roofline = roofline
+        if roofline is None or result.time is None:
+            return
+        result.roofline = roofline
+        if self.peaks is None:
+            return
+        floor = self.peaks.floor_s(roofline.get("bytes", 0.0), roofline.get("flops", 0.0))
+        if floor <= 0:
+            return
+        median = result.time["median_s"]
+        roofline["floor_s"] = floor
+        roofline["sol_fraction"] = floor / median
+        if self.enforce_floor and median < FLOOR_MARGIN * floor:
+            raise Stop(
+                "rejected",
+                f"case {_label(case)}: a median of {median * 1e6:.3f} µs is under "
+                f"{FLOOR_MARGIN:g}× the physical floor of {floor * 1e6:.3f} µs (the case's "
+                "bytes and flops at this GPU's measured peaks); no kernel can be that fast",
+            )
+
+    def _cross_check(
+        self, session: RunnerSession, case: dict[str, Any], data: Any, result: CaseResult
+    ) -> None:
+        """Time a batch of back-to-back calls on our own clock; flag the report when the
+        runner's per-call times are far below what our clock allows."""
+        assert result.time is not None
+        median = result.time["median_s"]
+        calls = max(3, min(CROSS_CHECK_MAX_CALLS, int(CROSS_CHECK_BATCH_S / median)))
+        _, round_trip = session.request({"op": "ping"})
+        _, wall = session.request({"op": "batch", "data": to_cpu(data), "calls": calls})
+        _, transfer = session.request({"op": "ping", "data": to_cpu(data)})
+        per_call = max(0.0, wall - transfer - round_trip) / calls
+        result.time["harness_per_call_s"] = per_call
+        if per_call > CROSS_CHECK_RATIO * median + CROSS_CHECK_SLACK_S:
+            self.report.flags.append(
+                f"case {_label(case)}: the grader's own clock measured {per_call * 1e6:.1f} µs "
+                f"per call over {calls} back-to-back calls, against a reported median of "
+                f"{median * 1e6:.1f} µs"
+            )
 
     def _conclude(self) -> None:
         failed = [c for c in self.report.cases if c.status != "passed"]

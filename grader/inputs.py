@@ -100,3 +100,19 @@ def written_paths(before: Any, after: Any) -> set[str]:
         for path, tensor in iter_tensors(before)
         if path not in after_map or not same_tensor(tensor, after_map[path].to(tensor.device))
     }
+
+
+def poison(data: Any, paths: set[str] | list[str]) -> None:
+    """Fill the output tensors at `paths` with values no kernel should leave there (NaN, or
+    the integer type's maximum), so a call that writes nothing cannot pass on what an
+    earlier call, or stale memory, left behind."""
+    wanted = set(paths)
+    for path, tensor in iter_tensors(data):
+        if path not in wanted:
+            continue
+        if tensor.is_floating_point() or tensor.is_complex():
+            tensor.fill_(float("nan"))
+        elif tensor.dtype == torch.bool:
+            tensor.fill_(True)
+        else:
+            tensor.fill_(torch.iinfo(tensor.dtype).max)

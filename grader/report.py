@@ -30,6 +30,8 @@ class Report:
     device: str
     device_name: str = ""
     device_type: str = ""
+    # The device's measured copy bandwidth and matrix rate the floors were computed from.
+    device_peaks: dict[str, Any] | None = None
     score: float | None = None
     message: str = ""
     flags: list[str] = field(default_factory=list)

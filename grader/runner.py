@@ -82,6 +82,7 @@ class Runner:
                 data,
                 budget_s=float(request.get("budget_s", DEFAULT_CASE_BUDGET_S)),
                 max_samples=int(request.get("max_samples", MAX_SAMPLES)),
+                poison_paths=[str(path) for path in request.get("poison", [])],
             )
             return {
                 "ok": True,
@@ -101,6 +102,11 @@ class Runner:
                 "sm_clock_mhz": self.timer.sm_clock_mhz(),
                 "output": plain_output(output),
             }
+        if op == "batch":
+            self.timer.batch(self.kernel, data, int(request.get("calls", 1)))
+            return {"ok": True}
+        if op == "ping":
+            return {"ok": True}
         raise SubmissionError(f"the runner does not know the request {op!r}")
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from grader.inputs import poison
+
 WARMUP_MIN_S = 0.2
 WARMUP_MIN_CALLS = 3
 MIN_SAMPLES = 10
@@ -19,6 +21,10 @@ MAX_SAMPLES = 1000
 TARGET_REL_SEM = 0.005
 DEFAULT_CASE_BUDGET_S = 10.0
 _MIN_FLUSH_BYTES = 128 << 20
+# GPU clock cycles of busy-waiting queued before each timed call (about 100 µs at 2 GHz):
+# the CPU launches the call meanwhile, so the events time the call's GPU work rather than
+# the launch latency in front of it.
+LAUNCH_LEAD_CYCLES = 200_000
 
 
 @dataclass
@@ -86,8 +92,13 @@ class Timer:
                 max(2 * l2, _MIN_FLUSH_BYTES), dtype=torch.int8, device=device
             )
 
-    def one_call(self, fn: Callable[[Any], Any], data: Any) -> tuple[float, Any]:
-        """Seconds of one call, and its output."""
+    def one_call(
+        self, fn: Callable[[Any], Any], data: Any, poison_paths: list[str] | None = None
+    ) -> tuple[float, Any]:
+        """Seconds of one call, and its output. `poison_paths` name output tensors to fill
+        with NaN first, so the call must write them again."""
+        if poison_paths:
+            poison(data, poison_paths)
         if self._flush is None:
             start = time.perf_counter_ns()
             output = fn(data)
@@ -95,6 +106,7 @@ class Timer:
         torch.cuda.synchronize()
         # Writing a buffer twice the L2 size evicts the inputs of the previous call.
         self._flush.zero_()
+        torch.cuda._sleep(LAUNCH_LEAD_CYCLES)
         begin = torch.cuda.Event(enable_timing=True)
         end = torch.cuda.Event(enable_timing=True)
         begin.record()
@@ -128,6 +140,7 @@ class Timer:
         *,
         budget_s: float = DEFAULT_CASE_BUDGET_S,
         max_samples: int = MAX_SAMPLES,
+        poison_paths: list[str] | None = None,
     ) -> tuple[Samples, Any]:
         """Warm up, then sample until the mean is known to 0.5% or the budget runs out."""
         started = time.perf_counter()
@@ -135,8 +148,16 @@ class Timer:
         seconds: list[float] = []
         output: Any = None
         while len(seconds) < max_samples:
-            sample, output = self.one_call(fn, data)
+            sample, output = self.one_call(fn, data, poison_paths)
             seconds.append(sample)
             if enough_samples(seconds) or time.perf_counter() - started > budget_s:
                 break
         return Samples(seconds, time.perf_counter() - started, self.sm_clock_mhz()), output
+
+    def batch(self, fn: Callable[[Any], Any], data: Any, calls: int) -> None:
+        """`calls` calls back to back, then a device-wide synchronize: the harness times this
+        on its own clock to cross-check the per-call times this process reported."""
+        for _ in range(calls):
+            fn(data)
+        if self._flush is not None:
+            torch.cuda.synchronize()

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from server.devices import local_device
+from server.devices import calibrate_local_device, local_device
 
 PR_SET_PDEATHSIG = 1
 
@@ -67,19 +67,24 @@ def worker(
     """Run a worker: grades submissions for this host's device (or records results with
     --queues results, next to the API)."""
     from server.queue import RESULTS_QUEUE, celery_app
-    from server.submissions.tasks import WORKER_DEVICE_ENV
+    from server.submissions.tasks import WORKER_DEVICE_ENV, WORKER_PEAKS_ENV
 
     names = [q.strip() for q in (queues or "").split(",") if q.strip()]
-    kind = device_type = ""
     if not names or any(q != RESULTS_QUEUE for q in names):
-        kind, device_type = local_device()
-    names = names or [device_type]
+        calibration = calibrate_local_device()
+        device, peaks = calibration["device"], calibration["peaks"]
+        names = names or [device["device_type"]]
+        os.environ[WORKER_DEVICE_ENV] = device["kind"]
+        os.environ[WORKER_PEAKS_ENV] = json.dumps(peaks)
+        err.print(
+            f"grading on [bold]{device['name']}[/] ({device['kind']}); queues: "
+            f"{', '.join(names)}; measured copy bandwidth {peaks['copy_bytes_per_s'] / 1e9:.0f} "
+            f"GB/s, {peaks['matmul_dtype']} matmul {peaks['matmul_flops_per_s'] / 1e12:.1f} "
+            "TFLOP/s"
+        )
     grading = [q for q in names if q != RESULTS_QUEUE]
     if RESULTS_QUEUE in names:
         prepare_database()
-    if grading:
-        os.environ[WORKER_DEVICE_ENV] = kind
-        err.print(f"grading on [bold]{kind}[/] ({device_type}); queues: {', '.join(names)}")
     celery_app.worker_main(worker_argv(names, grading=bool(grading), concurrency=concurrency))
 
 

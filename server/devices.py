@@ -3,9 +3,11 @@ never initialises CUDA itself (a worker forks its grading processes after this).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from functools import lru_cache
+from typing import Any
 
 PROBE = "from grader.device import detect_device; d = detect_device(); print(d.kind, d.device_type)"
 
@@ -17,3 +19,16 @@ def local_device() -> tuple[str, str]:
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120
     ).stdout.split()
     return output[-2], output[-1]
+
+
+def calibrate_local_device() -> dict[str, Any]:
+    """This host's device and its measured peaks (copy bandwidth, matrix rate): a few
+    seconds on a GPU. {"device": {kind, device_type, name}, "peaks": {...}}"""
+    output = subprocess.run(
+        [sys.executable, "-m", "grader.calibrate"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
+    return dict(json.loads(output.strip().splitlines()[-1]))

@@ -4,6 +4,7 @@ the API and write to the database."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import socket
@@ -14,6 +15,7 @@ from server.queue import RESULTS_QUEUE, celery_app
 log = logging.getLogger(__name__)
 
 WORKER_DEVICE_ENV = "KJ_WORKER_DEVICE"
+WORKER_PEAKS_ENV = "KJ_WORKER_PEAKS"  # measured once when the worker starts
 
 
 def worker_name() -> str:
@@ -23,11 +25,13 @@ def worker_name() -> str:
 @celery_app.task(name="kerneljudge.grade")
 def grade(submission_id: int, payload: dict[str, Any]) -> dict[str, Any]:
     """Grade one submission on this worker's device and hand the report to the results step."""
+    from grader.calibrate import DevicePeaks
     from grader.harness import grade as grade_submission
     from grader.problem import problem_from_files
 
     record_started.apply_async((submission_id, worker_name()), queue=RESULTS_QUEUE)
     device = os.environ.get(WORKER_DEVICE_ENV, "cpu")
+    measured = os.environ.get(WORKER_PEAKS_ENV)
     try:
         problem = problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
         report = grade_submission(
@@ -37,6 +41,7 @@ def grade(submission_id: int, payload: dict[str, Any]) -> dict[str, Any]:
             device=device,
             secret_seed=payload.get("secret_seed"),
             timeout_s=payload.get("timeout_s"),
+            peaks=DevicePeaks.from_dict(json.loads(measured)) if measured else None,
         ).to_dict()
     except Exception as exc:  # a grader bug must still end the submission, not strand it
         log.exception("grading submission %s failed inside the grader", submission_id)

@@ -1,0 +1,113 @@
+"""Each correctness and timing rule, shown by a submission that breaks it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from grader.calibrate import DevicePeaks
+from grader.harness import grade
+from grader.problem import Problem
+
+ADD = """
+import torch
+def custom_kernel(data):
+    a, b, out = data
+    return torch.add(a, b, out=out)
+"""
+
+
+def small(with_cases: Callable[..., Problem], vectoradd: Problem) -> Problem:
+    return with_cases(vectoradd, benchmarks=[{"size": 96, "seed": 3}], budget_s=0.3)
+
+
+def test_a_call_that_writes_nothing_fails(vectoradd: Problem) -> None:
+    """The output buffer is poisoned before the call: whatever the memory held, an
+    untouched `out` is NaN and fails."""
+    report = grade(vectoradd, "def custom_kernel(data):\n    return data[2]\n")
+    assert report.status == "failed"
+    assert "got nan" in report.message
+
+
+def test_skipping_work_after_the_checked_call_fails_in_benchmark_mode(
+    vectoradd: Problem, with_cases: Callable[..., Problem]
+) -> None:
+    lazy = ADD.replace(
+        "def custom_kernel(data):",
+        "calls = 0\ndef custom_kernel(data):\n    global calls\n    calls += 1\n"
+        "    if calls > 1:\n        return data[2]",
+    )
+    report = grade(small(with_cases, vectoradd), lazy, mode="benchmark")
+    assert report.status == "failed"
+    assert "output of the last timed call" in report.message
+    assert report.score is None
+
+
+def test_skipping_work_on_repeated_inputs_fails_in_leaderboard_mode(
+    vectoradd: Problem, with_cases: Callable[..., Problem]
+) -> None:
+    """A cache keyed by the inputs' content, replaying a result: every timed call gets fresh
+    inputs and its own output checked, so the replay is wrong."""
+    replay = ADD.replace(
+        "def custom_kernel(data):",
+        "seen = None\ndef custom_kernel(data):\n    global seen\n"
+        "    if seen is not None:\n        data[2].copy_(seen)\n        return data[2]\n"
+        "    seen = (data[0] + data[1]).clone()",
+    )
+    # Benchmark mode times one input set over and over, so a replay goes unnoticed there;
+    # that is why only leaderboard mode is ranked.
+    assert grade(small(with_cases, vectoradd), replay, mode="benchmark").status == "passed"
+    report = grade(small(with_cases, vectoradd), replay, mode="leaderboard", secret_seed=7)
+    assert report.status == "failed"
+    assert "timed call" in report.message
+
+
+def test_right_on_test_sizes_wrong_on_benchmark_sizes_fails(
+    vectoradd: Problem, with_cases: Callable[..., Problem]
+) -> None:
+    sized = ADD.replace(
+        "    return torch.add(a, b, out=out)",
+        "    if a.shape[0] > 600:\n        return out.zero_()\n    return torch.add(a, b, out=out)",
+    )
+    assert grade(vectoradd, sized, mode="test").status == "passed"
+    problem = with_cases(vectoradd, benchmarks=[{"size": 700, "seed": 5}], budget_s=0.3)
+    report = grade(problem, sized, mode="benchmark")
+    assert report.status == "failed"
+    assert "size=700" in report.message
+
+
+def test_a_time_under_the_physical_floor_is_rejected(
+    vectoradd: Problem, with_cases: Callable[..., Problem]
+) -> None:
+    """With peaks so low that no real call could beat the floor, an honest kernel's time is
+    'impossible', which proves the rule is applied (on GPUs it is on by default)."""
+    slow_machine = DevicePeaks(copy_bytes_per_s=1e3, matmul_flops_per_s=1e3, matmul_dtype="x")
+    problem = small(with_cases, vectoradd)
+    report = grade(problem, ADD, mode="benchmark", peaks=slow_machine, enforce_floor=True)
+    assert report.status == "rejected"
+    assert "physical floor" in report.message
+    honest = grade(problem, ADD, mode="benchmark", peaks=slow_machine)  # CPU: not enforced
+    assert honest.status == "passed"
+    assert honest.cases[0].roofline is not None
+    assert honest.cases[0].roofline["sol_fraction"] > 1
+
+
+def test_claimed_times_far_below_the_graders_clock_are_flagged(
+    vectoradd: Problem, with_cases: Callable[..., Problem]
+) -> None:
+    fast_claims = (
+        ADD.replace("a, b, out = data", "a, b, out = data\n    time.sleep(0.002)")
+        + """
+import time
+import grader.timing
+_real = grader.timing.Timer.one_call
+def _fast_claim(self, fn, data, *args):
+    seconds, output = _real(self, fn, data, *args)
+    return 1e-6, output
+grader.timing.Timer.one_call = _fast_claim
+"""
+    )
+    report = grade(small(with_cases, vectoradd), fast_claims, mode="benchmark")
+    assert report.status == "passed"  # the claim is plausible on its own...
+    assert any("grader's own clock" in flag for flag in report.flags)  # ...but not to us
+    honest = grade(small(with_cases, vectoradd), ADD, mode="benchmark")
+    assert not any("grader's own clock" in flag for flag in honest.flags)
