@@ -1,4 +1,3 @@
-import torch
 import torch.nn.functional as F
 from task import input_t, output_t
 

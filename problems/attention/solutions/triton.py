@@ -35,8 +35,16 @@ def attention_fwd_kernel(
         cols = start_n + offs_n
         col_ok = cols < seq
         # K is read transposed, (HEAD_DIM, BLOCK_N); V as (BLOCK_N, HEAD_DIM).
-        kt = tl.load(k_ptr + base + cols[None, :] * HEAD_DIM + offs_d[:, None], mask=col_ok[None, :], other=0.0)
-        v = tl.load(v_ptr + base + cols[:, None] * HEAD_DIM + offs_d[None, :], mask=col_ok[:, None], other=0.0)
+        kt = tl.load(
+            k_ptr + base + cols[None, :] * HEAD_DIM + offs_d[:, None],
+            mask=col_ok[None, :],
+            other=0.0,
+        )
+        v = tl.load(
+            v_ptr + base + cols[:, None] * HEAD_DIM + offs_d[None, :],
+            mask=col_ok[:, None],
+            other=0.0,
+        )
         if UPCAST:
             # The CPU interpreter multiplies bfloat16 tiles wrongly; float32 is exact there.
             s = tl.dot(q, kt.to(tl.float32))
@@ -55,7 +63,11 @@ def attention_fwd_kernel(
         m_i = m_new
 
     out = acc / l_i[:, None]
-    tl.store(o_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :], out.to(tl.bfloat16), mask=row_ok)
+    tl.store(
+        o_ptr + base + offs_m[:, None] * HEAD_DIM + offs_d[None, :],
+        out.to(tl.bfloat16),
+        mask=row_ok,
+    )
 
 
 def custom_kernel(data: input_t) -> output_t:

@@ -7,9 +7,7 @@ NUM_BINS = 256
 
 
 @triton.jit
-def histogram_kernel(
-    x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr, NUM_BINS: tl.constexpr
-):
+def histogram_kernel(x_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr, NUM_BINS: tl.constexpr):
     # Each program counts a strided share of the blocks in registers, then adds its
     # 256 counts to the output with one atomic add per bin.
     pid = tl.program_id(0)
