@@ -88,9 +88,7 @@ class Timer:
         if device.startswith("cuda"):
             props = torch.cuda.get_device_properties(torch.device(device))
             l2 = int(getattr(props, "L2_cache_size", 0) or 0)
-            self._flush = torch.ones(
-                max(2 * l2, _MIN_FLUSH_BYTES), dtype=torch.int8, device=device
-            )
+            self._flush = torch.ones(max(2 * l2, _MIN_FLUSH_BYTES), dtype=torch.int8, device=device)
 
     def one_call(
         self, fn: Callable[[Any], Any], data: Any, poison_paths: list[str] | None = None
