@@ -36,7 +36,14 @@ from grader.inputs import (
     written_paths,
 )
 from grader.problem import Problem
-from grader.protocol import ChannelClosed, ChannelError, ChannelTimeout, recv_message, send_message
+from grader.protocol import (
+    ChannelClosed,
+    ChannelError,
+    ChannelTimeout,
+    recv_message,
+    send_message,
+    widen,
+)
 from grader.report import CaseResult, Report
 from grader.timing import MAX_SAMPLES, enough_samples, geometric_mean, summarize
 
@@ -194,6 +201,8 @@ class RunnerSession:
         self.deadline = deadline
         to_runner_r, self._to_runner = os.pipe()
         self._from_runner, from_runner_w = os.pipe()
+        for fd in (self._to_runner, self._from_runner):
+            widen(fd)
         argv = [
             sys.executable, "-m", "grader.runner",
             "--recv-fd", str(to_runner_r), "--send-fd", str(from_runner_w), "--device", kind,

@@ -1,9 +1,15 @@
-"""Length-prefixed messages between harness and runner over pipes: 8-byte big-endian length,
-then a `torch.save` blob read back with `weights_only=True`, so only plain tensors,
-containers and primitives can cross (no tensor subclasses, no arbitrary objects)."""
+"""Messages between harness and runner over pipes. A message is its skeleton (the tree of
+containers and primitives, each tensor replaced by a small descriptor), written with
+`torch.save` and read back with `weights_only=True`, then each tensor's raw bytes. Only
+plain tensors of known dtypes, containers and primitives can cross (no tensor subclasses,
+no arbitrary objects), and the bytes of large inputs are not copied through a serializer.
+
+    message := length(8) skeleton { length(8) tensor-bytes }*"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import io
 import os
 import select
@@ -15,6 +21,17 @@ import torch
 HEADER_BYTES = 8
 MAX_MESSAGE_BYTES = 4 << 30
 _CHUNK = 1 << 20
+_F_SETPIPE_SZ = 1031  # Linux: a larger pipe buffer means fewer system calls per message
+_TENSOR = "__kj_tensor__"
+DTYPES = {
+    str(dtype).removeprefix("torch."): dtype
+    for dtype in (
+        torch.float16, torch.bfloat16, torch.float32, torch.float64,
+        torch.int8, torch.int16, torch.int32, torch.int64, torch.uint8, torch.bool,
+        torch.complex64, torch.complex128,
+        *(getattr(torch, n) for n in ("float8_e4m3fn", "float8_e5m2") if hasattr(torch, n)),
+    )
+}  # fmt: skip
 
 
 class ChannelError(Exception):
@@ -29,10 +46,38 @@ class ChannelTimeout(ChannelError):
     """The deadline passed before the message was through."""
 
 
-def encode(message: Any) -> bytes:
+def widen(fd: int) -> None:
+    """Ask for a 1 MiB pipe buffer (best effort; Linux only)."""
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, _F_SETPIPE_SZ, _CHUNK)
+
+
+def _split(message: Any, tensors: list[torch.Tensor]) -> Any:
+    """The skeleton of `message`, collecting its tensors (as contiguous CPU tensors)."""
+    if isinstance(message, torch.Tensor):
+        tensors.append(message.detach().to("cpu").contiguous())
+        return {_TENSOR: len(tensors) - 1, "dtype": str(message.dtype).removeprefix("torch."),
+                "shape": list(message.shape)}  # fmt: skip
+    if isinstance(message, tuple):
+        return tuple(_split(x, tensors) for x in message)
+    if isinstance(message, list):
+        return [_split(x, tensors) for x in message]
+    if isinstance(message, dict):
+        return {k: _split(v, tensors) for k, v in message.items()}
+    return message
+
+
+def _raw(tensor: torch.Tensor) -> memoryview:
+    if tensor.numel() == 0:
+        return memoryview(b"")
+    return tensor.reshape(-1).view(torch.uint8).numpy().data.cast("B")
+
+
+def encode(message: Any) -> tuple[bytes, list[memoryview]]:
+    tensors: list[torch.Tensor] = []
     buffer = io.BytesIO()
-    torch.save(message, buffer)
-    return buffer.getvalue()
+    torch.save(_split(message, tensors), buffer)
+    return buffer.getvalue(), [_raw(tensor) for tensor in tensors]
 
 
 def decode(blob: bytes) -> Any:
@@ -40,6 +85,34 @@ def decode(blob: bytes) -> Any:
         return torch.load(io.BytesIO(blob), weights_only=True, map_location="cpu")
     except Exception as exc:
         raise ChannelError(f"unreadable message: {type(exc).__name__}: {exc}") from exc
+
+
+def _descriptor(node: Any) -> tuple[torch.dtype, list[int]] | None:
+    if not (isinstance(node, dict) and _TENSOR in node):
+        return None
+    dtype = DTYPES.get(str(node.get("dtype")))
+    shape = node.get("shape")
+    if (
+        dtype is None
+        or not isinstance(shape, list)
+        or not all(isinstance(n, int) and n >= 0 for n in shape)
+    ):
+        raise ChannelError("malformed tensor descriptor")
+    return dtype, shape
+
+
+def _join(node: Any, next_tensor: Any) -> Any:
+    """Put the tensors back into the skeleton, in the order they were sent."""
+    described = _descriptor(node)
+    if described is not None:
+        return next_tensor(*described)
+    if isinstance(node, tuple):
+        return tuple(_join(x, next_tensor) for x in node)
+    if isinstance(node, list):
+        return [_join(x, next_tensor) for x in node]
+    if isinstance(node, dict):
+        return {k: _join(v, next_tensor) for k, v in node.items()}
+    return node
 
 
 def _wait(fd: int, for_write: bool, deadline: float | None) -> None:
@@ -56,12 +129,19 @@ def _wait(fd: int, for_write: bool, deadline: float | None) -> None:
 
 def send_message(fd: int, message: Any, *, deadline: float | None = None) -> None:
     """Write one message; with a deadline the fd must be non-blocking (we set it)."""
-    blob = encode(message)
-    if len(blob) > MAX_MESSAGE_BYTES:
-        raise ChannelError(f"message of {len(blob)} bytes exceeds {MAX_MESSAGE_BYTES}")
+    skeleton, raws = encode(message)
+    total = len(skeleton) + sum(len(raw) for raw in raws)
+    if total > MAX_MESSAGE_BYTES:
+        raise ChannelError(f"message of {total} bytes exceeds {MAX_MESSAGE_BYTES}")
     if deadline is not None:
         os.set_blocking(fd, False)
-    view = memoryview(len(blob).to_bytes(HEADER_BYTES, "big") + blob)
+    _write_all(fd, memoryview(len(skeleton).to_bytes(HEADER_BYTES, "big") + skeleton), deadline)
+    for raw in raws:
+        _write_all(fd, memoryview(len(raw).to_bytes(HEADER_BYTES, "big")), deadline)
+        _write_all(fd, raw, deadline)
+
+
+def _write_all(fd: int, view: memoryview, deadline: float | None) -> None:
     while view:
         _wait(fd, True, deadline)
         try:
@@ -73,29 +153,52 @@ def send_message(fd: int, message: Any, *, deadline: float | None = None) -> Non
         view = view[written:]
 
 
-def _read_exact(fd: int, count: int, deadline: float | None) -> bytes:
-    parts: list[bytes] = []
-    remaining = count
-    while remaining:
+def _read_exact(fd: int, count: int, deadline: float | None) -> bytearray:
+    buffer = bytearray(count)
+    view = memoryview(buffer)
+    done = 0
+    while done < count:
         _wait(fd, False, deadline)
         try:
-            chunk = os.read(fd, min(remaining, _CHUNK))
+            got = os.readv(fd, [view[done : done + _CHUNK]])
         except BlockingIOError:
             continue
-        if not chunk:
+        if not got:
             raise ChannelClosed("the other side closed the channel")
-        parts.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(parts)
+        done += got
+    return buffer
+
+
+def _read_length(fd: int, deadline: float | None, budget: int) -> int:
+    length = int.from_bytes(_read_exact(fd, HEADER_BYTES, deadline), "big")
+    if length > budget:
+        raise ChannelError(f"message exceeds the limit of {budget} bytes")
+    return length
 
 
 def recv_message(
     fd: int, *, deadline: float | None = None, max_bytes: int = MAX_MESSAGE_BYTES
 ) -> Any:
-    """Read one message, refusing any larger than `max_bytes`."""
+    """Read one message, refusing any larger than `max_bytes` in all."""
     if deadline is not None:
         os.set_blocking(fd, False)
-    length = int.from_bytes(_read_exact(fd, HEADER_BYTES, deadline), "big")
-    if length > max_bytes:
-        raise ChannelError(f"message of {length} bytes exceeds the limit of {max_bytes}")
-    return decode(_read_exact(fd, length, deadline))
+    budget = max_bytes
+    length = _read_length(fd, deadline, budget)
+    budget -= length
+    skeleton = decode(bytes(_read_exact(fd, length, deadline)))
+
+    def next_tensor(dtype: torch.dtype, shape: list[int]) -> torch.Tensor:
+        nonlocal budget
+        size = _read_length(fd, deadline, budget)
+        budget -= size
+        numel = 1
+        for n in shape:
+            numel *= n
+        if size != numel * dtype.itemsize:
+            raise ChannelError("a tensor's bytes do not match its shape and dtype")
+        if size == 0:
+            return torch.empty(shape, dtype=dtype)
+        raw = torch.frombuffer(_read_exact(fd, size, deadline), dtype=torch.uint8)
+        return raw.view(dtype).reshape(shape)
+
+    return _join(skeleton, next_tensor)

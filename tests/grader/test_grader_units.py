@@ -158,3 +158,52 @@ def test_report_is_json_safe() -> None:
         "roofline": None,
     }
     assert data["score"] is None and data["flags"] == []
+
+
+def test_protocol_keeps_every_dtype_and_shape_exact() -> None:
+    read_fd, write_fd = os.pipe()
+    try:
+        tensors = [
+            torch.randn(3, 5).to(torch.bfloat16),
+            torch.tensor(7.5),
+            torch.empty(0, 4),
+            torch.tensor([True, False]),
+            torch.arange(6, dtype=torch.uint8).reshape(2, 3),
+            torch.randn(4, dtype=torch.complex64),
+            torch.randn(8, 8)[:, ::2],  # not contiguous: arrives as a contiguous copy
+        ]
+        send_message(write_fd, {"data": tuple(tensors)})
+        received = recv_message(read_fd)["data"]
+        assert isinstance(received, tuple)
+        for sent, got in zip(tensors, received, strict=True):
+            assert type(got) is torch.Tensor and got.dtype == sent.dtype
+            assert got.shape == sent.shape and torch.equal(got, sent)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+
+
+def test_protocol_refuses_forged_tensor_descriptors() -> None:
+    """A peer that writes the wire format by hand cannot make the reader build anything but
+    a plain tensor of an allowed dtype whose bytes match its shape."""
+    import io
+
+    def forge(skeleton: object, raw: bytes) -> bytes:
+        buffer = io.BytesIO()
+        torch.save(skeleton, buffer)
+        blob = buffer.getvalue()
+        return len(blob).to_bytes(8, "big") + blob + len(raw).to_bytes(8, "big") + raw
+
+    for skeleton, raw in [
+        ({"__kj_tensor__": 0, "dtype": "float32", "shape": [4]}, b"\0" * 8),  # too few bytes
+        ({"__kj_tensor__": 0, "dtype": "object", "shape": [1]}, b"\0" * 8),  # unknown dtype
+        ({"__kj_tensor__": 0, "dtype": "float32", "shape": [-1]}, b"\0" * 4),  # bad shape
+    ]:
+        read_fd, write_fd = os.pipe()
+        try:
+            os.write(write_fd, forge(skeleton, raw))
+            with pytest.raises(ChannelError):
+                recv_message(read_fd)
+        finally:
+            os.close(read_fd)
+            os.close(write_fd)
