@@ -9,7 +9,7 @@ from fastapi import Depends
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
-from server.db import get_sessionmaker
+from server.db import session_scope
 from server.errors import Forbidden, NotAuthenticated
 from server.models import User
 from server.settings import Settings, get_settings
@@ -20,15 +20,8 @@ bearer = HTTPBearer(auto_error=False, description="an API token from `kerneljudg
 
 def get_session() -> Iterator[Session]:
     """One session per request: committed when the route returns, rolled back on error."""
-    session = get_sessionmaker()()
-    try:
+    with session_scope() as session:
         yield session
-        session.commit()
-    except BaseException:
-        session.rollback()
-        raise
-    finally:
-        session.close()
 
 
 SessionDep = Annotated[Session, Depends(get_session)]
