@@ -33,7 +33,7 @@ class Samples:
 
     seconds: list[float]
     wall_s: float
-    sm_clock_mhz: float | None
+    sm_clock_mhz: float | None  # median of the readings taken after each sample
 
 
 def rel_sem(samples: list[float]) -> float:
@@ -148,13 +148,20 @@ class Timer:
         started = time.perf_counter()
         self.warm_up(fn, data)
         seconds: list[float] = []
+        clocks: list[float] = []
         output: Any = None
         while len(seconds) < max_samples:
             sample, output = self.one_call(fn, data, poison_paths)
             seconds.append(sample)
+            # Read right after each sample, outside the timed region: under sustained load
+            # the clock falls, and the report should say at what clock its times were taken.
+            clock = self.sm_clock_mhz()
+            if clock is not None:
+                clocks.append(clock)
             if enough_samples(seconds) or time.perf_counter() - started > budget_s:
                 break
-        return Samples(seconds, time.perf_counter() - started, self.sm_clock_mhz()), output
+        median_clock = statistics.median(clocks) if clocks else None
+        return Samples(seconds, time.perf_counter() - started, median_clock), output
 
     def batch(self, fn: Callable[[Any], Any], data: Any, calls: int) -> None:
         """`calls` calls back to back, then a device-wide synchronize: the harness times this
