@@ -169,7 +169,7 @@ def grade(
 
 def print_report(report: dict) -> None:
     console = Console()
-    table = Table("case", "params", "status", "median", "cv", "samples")
+    table = Table("case", "params", "status", "median", "cv", "samples", "speed of light")
     for index, case in enumerate(report.get("cases", [])):
         timing = case.get("time") or {}
         median = timing.get("median_s")
@@ -180,6 +180,7 @@ def print_report(report: dict) -> None:
             f"{median * 1e6:.2f} µs" if median is not None else "",
             f"{timing['cv']:.2%}" if timing.get("cv") is not None else "",
             str(timing.get("samples", "")),
+            f"{sol:.2f}" if (sol := (case.get("roofline") or {}).get("sol_fraction")) else "",
         )
     console.print(table)
     score = report.get("score")

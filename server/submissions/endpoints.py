@@ -145,6 +145,7 @@ def submission_out(session: SessionDep, submission: Submission) -> SubmissionOut
         ),
         worker=submission.worker,
         device_name=report.get("device_name"),
+        device_peaks=report.get("device_peaks"),
         stdout=str(report.get("stdout", "")),
         stderr=str(report.get("stderr", "")),
         code_sha256=submission.code_sha256,

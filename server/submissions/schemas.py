@@ -46,6 +46,10 @@ class SubmissionOut(BaseModel):
     )
     worker: str | None
     device_name: str | None
+    device_peaks: dict[str, Any] | None = Field(
+        description="the worker's measured copy bandwidth and matrix rate behind each "
+        "case's speed-of-light fraction"
+    )
     stdout: str
     stderr: str
     code_sha256: str
