@@ -4,6 +4,7 @@ and killing its whole process group; `start` for talking to it, `run` for one-sh
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import resource
 import signal
@@ -96,8 +97,20 @@ def _limit_setter(limits: Limits) -> Callable[[], None]:
             resource.setrlimit(which, (value, value))
         # The child must not die of SIGPIPE silently nor inherit an ignored SIGINT.
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        # If whoever started it dies (a worker killed mid-grading), the child goes too,
+        # rather than keep the GPU busy under the next grading.
+        _die_with_parent()
 
     return apply
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def wrap_argv(argv: Sequence[str]) -> list[str]:

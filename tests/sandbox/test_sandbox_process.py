@@ -118,3 +118,33 @@ def test_start_gives_a_handle_to_a_running_child(tmp_path: Path) -> None:
     child.kill_tree()
     result = child.result()
     assert result.returncode == -9 and "up" in result.stdout
+
+
+def test_child_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """A worker killed mid-grading must not leave its runner behind on the GPU."""
+    import subprocess
+    import sys
+    import time
+
+    starter = (
+        "import os, sys, sandbox\n"
+        "child = sandbox.start([sys.executable, '-c', 'import time; time.sleep(60)'],"
+        " cwd='.', env={'PATH': os.environ['PATH']})\n"
+        "print(child.pid, flush=True)\n"
+        "os._exit(0)\n"
+    )
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", starter], capture_output=True, text=True, timeout=60,
+        cwd=tmp_path, env=env,
+    )  # fmt: skip
+    pid = int(done.stdout.strip())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.1)
+    os.kill(pid, 9)
+    raise AssertionError("the child outlived the process that started it")
