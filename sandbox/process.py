@@ -198,26 +198,8 @@ class Child:
         )
 
 
-def start(
-    argv: Sequence[str],
-    *,
-    cwd: str | os.PathLike[str],
-    env: Mapping[str, str],
-    pass_fds: Sequence[int] = (),
-    stdout_cap: int = DEFAULT_CAP,
-    stderr_cap: int = DEFAULT_CAP,
-    limits: Limits | None = None,
-) -> Child:
-    """Start `argv` in a new session with `limits`; stdin is /dev/null."""
-    return Child(
-        argv,
-        cwd=cwd,
-        env=env,
-        pass_fds=pass_fds,
-        stdout_cap=stdout_cap,
-        stderr_cap=stderr_cap,
-        limits=limits,
-    )
+# Start `argv` in a new session with limits (stdin is /dev/null) and get its handle.
+start = Child
 
 
 def run(

@@ -14,4 +14,3 @@ os.environ.pop("KJ_DATABASE_URL", None)
 os.environ.pop("KJ_BROKER_URL", None)
 os.environ.setdefault("KJ_GPU_TYPES", "cpu")
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
