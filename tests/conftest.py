@@ -13,4 +13,3 @@ os.environ["KJ_DATA_DIR"] = str(_DATA_DIR)
 os.environ.pop("KJ_DATABASE_URL", None)
 os.environ.pop("KJ_BROKER_URL", None)
 os.environ.setdefault("KJ_GPU_TYPES", "cpu")
-
