@@ -6,15 +6,23 @@ import logging
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.errors import KernelJudgeError
+from server.errors import KernelJudgeError, NotAuthenticated
 from server.leaderboards.endpoints import router as leaderboards_router
 from server.problems.endpoints import router as problems_router
 from server.settings import get_settings
 from server.submissions.endpoints import router as submissions_router
+from server.web import errors as web_errors
+from server.web.accounts import router as accounts_router
+from server.web.admin import router as admin_router
+from server.web.page import STATIC
+from server.web.pages import router as pages_router
+from server.web.sessions import SESSION_COOKIE, SESSION_MAX_AGE_S, secret_key
 
 log = logging.getLogger(__name__)
 
@@ -71,26 +79,37 @@ def create_app() -> FastAPI:
         "and see them ranked. Authenticate with `Authorization: Bearer TOKEN`.",
     )
 
+    # Browsers get pages for errors; the REST API and other clients get JSON.
     @app.exception_handler(KernelJudgeError)
-    async def kernel_judge_error(_request: Request, exc: KernelJudgeError) -> JSONResponse:
+    async def kernel_judge_error(request: Request, exc: KernelJudgeError) -> Response:
+        if web_errors.wants_page(request):
+            if isinstance(exc, NotAuthenticated):
+                return web_errors.to_login(request)
+            return web_errors.error_page(request, exc.status_code, exc.detail)
         return error_response(exc.status_code, exc.code, exc.detail)
 
     @app.exception_handler(RequestValidationError)
-    async def validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def validation_error(request: Request, exc: RequestValidationError) -> Response:
         detail = "; ".join(
             f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
             for error in exc.errors()
         )
+        if web_errors.wants_page(request):
+            return web_errors.error_page(request, 422, detail)
         return error_response(422, "invalid_request", detail)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        if web_errors.wants_page(request):
+            return web_errors.error_page(request, exc.status_code, str(exc.detail))
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return error_response(exc.status_code, code, str(exc.detail))
 
     @app.exception_handler(Exception)
-    async def unexpected_error(_request: Request, exc: Exception) -> JSONResponse:
+    async def unexpected_error(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error", exc_info=exc)
+        if web_errors.wants_page(request):
+            return web_errors.error_page(request, 500, "")
         return error_response(500, "internal_error", "something went wrong on our side")
 
     @app.get("/healthz", tags=["health"], summary="Liveness: the API answers")
@@ -100,5 +119,18 @@ def create_app() -> FastAPI:
     app.include_router(problems_router)
     app.include_router(submissions_router)
     app.include_router(leaderboards_router)
+    app.include_router(pages_router)
+    app.include_router(accounts_router)
+    app.include_router(admin_router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    # Signed, not encrypted: the cookie holds only the user's id and the CSRF token.
+    app.add_middleware(
+        SessionMiddleware,
+        secret_key=secret_key(settings),
+        session_cookie=SESSION_COOKIE,
+        max_age=SESSION_MAX_AGE_S,
+        same_site="lax",
+        https_only=settings.https,
+    )
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     return app

@@ -6,7 +6,8 @@
     ├── NotAuthenticated        401  missing, malformed, unknown or revoked token
     ├── Forbidden               403  authenticated but not allowed (e.g. not an admin)
     ├── NotFound                404  unknown problem, submission, ...
-    └── Conflict                409  the request clashes with existing state
+    ├── Conflict                409  the request clashes with existing state
+    └── TooManyRequests         429  too many failed log-ins in a short time
 
 One handler turns each into ``{"error": code, "detail": message}``; request validation
 errors and unknown routes get the same shape, so clients parse one format.
@@ -73,6 +74,13 @@ class Conflict(KernelJudgeError):
 
     status_code = 409
     code = "conflict"
+
+
+class TooManyRequests(KernelJudgeError):
+    """Too many attempts in a short time; wait and try again."""
+
+    status_code = 429
+    code = "too_many_requests"
 
 
 def responses(*errors: type[KernelJudgeError]) -> dict[int | str, dict[str, Any]]:

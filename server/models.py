@@ -69,6 +69,7 @@ class User(Base):
     name: Mapped[str] = mapped_column(String(64), unique=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     password_hash: Mapped[str | None] = mapped_column(String(255), default=None)
+    is_banned: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user")
@@ -104,6 +105,10 @@ class Problem(Base):
     gpu_types: Mapped[list[str]] = mapped_column(JSON, default=list)
     secret_seed: Mapped[int] = mapped_column(BigInteger)
     is_public: Mapped[bool] = mapped_column(Boolean, default=True)
+    # After the deadline leaderboard-mode submissions are refused.
+    deadline: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # Organizers may publish every submission's code once the deadline has passed.
+    code_public_after_deadline: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -128,6 +133,9 @@ class Submission(Base):
     flags: Mapped[list[str]] = mapped_column(JSON, default=list)
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     worker: Mapped[str | None] = mapped_column(String(200), default=None)
+    # Set by organizers; either one takes the submission off the leaderboard.
+    is_hidden: Mapped[bool] = mapped_column(Boolean, default=False)
+    is_hacked: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
@@ -161,3 +169,14 @@ class Run(Base):
     samples: Mapped[int | None] = mapped_column(Integer, default=None)
 
     submission: Mapped[Submission] = relationship(back_populates="runs")
+
+
+class LoginAttempt(Base):
+    """A failed log-in, kept in the database so the limit holds across API processes."""
+
+    __tablename__ = "login_attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_name: Mapped[str] = mapped_column(String(64), index=True)
+    address: Mapped[str] = mapped_column(String(64), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)

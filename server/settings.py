@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -36,6 +36,17 @@ class Settings(BaseSettings):
     secret_seed: int | None = Field(
         default=None, description="mixed into leaderboard-mode case seeds; default: per problem"
     )
+    environment: Literal["development", "production"] = "development"
+    secret_key: str = Field(
+        default="",
+        description="signs session cookies; development: generated into data_dir when unset",
+    )
+    signup_open: bool = Field(default=True, description="anyone may sign up on the web pages")
+    https: bool = Field(default=False, description="pages are served over HTTPS: Secure cookies")
+    # Failed log-ins counted per user name and per client address over a sliding window.
+    login_window_s: int = 900
+    login_max_failures: int = 5
+    login_max_failures_per_address: int = 30
 
     @field_validator("gpu_types", mode="before")
     @classmethod

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query
 
 from server.deps import OptionalUser, SessionDep, SettingsDep
 from server.errors import BadRequest, NotFound, responses
-from server.leaderboards.repository import best_scores
+from server.leaderboards import service
 from server.leaderboards.schemas import Leaderboard, LeaderboardEntry
 from server.problems import service as problems
 
@@ -27,21 +27,19 @@ def read_leaderboard(
     gpu: str | None = Query(default=None, max_length=32, description="device type"),
 ) -> Leaderboard:
     record = problems.get_visible_problem(session, problem, user)
-    offered = problems.gpu_types_for(record, settings)
-    gpu_type = (gpu or (offered[0] if offered else "")).lower()
-    if gpu_type not in offered:
-        raise BadRequest(
-            f"unknown GPU type {gpu_type!r} for problem {problem!r}; "
-            f"available: {', '.join(offered) or 'none'}"
-        )
-    rows = best_scores(session, record.id, gpu_type)
+    gpu_type = service.choose_gpu(record, settings, gpu)
     return Leaderboard(
         problem=record.name,
         gpu=gpu_type,
         entries=[
             LeaderboardEntry(
-                rank=rank, user=name, score=score, submission_id=sid, submitted_at=created
+                rank=entry.rank,
+                user=entry.user,
+                score=entry.score,
+                sol_fraction=entry.sol_fraction,
+                submission_id=entry.submission_id,
+                submitted_at=entry.submitted_at,
             )
-            for rank, (name, score, sid, created) in enumerate(rows, start=1)
+            for entry in service.entries(session, record, gpu_type)
         ],
     )

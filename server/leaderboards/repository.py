@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import Row, func, select
+from sqlalchemy import ColumnElement, Row, func, select
 from sqlalchemy.orm import Session
 
 from server.models import Submission, User
 
 
+def ranked_conditions(problem_id: int, gpu_type: str) -> list[ColumnElement[bool]]:
+    """What puts a submission on a leaderboard: a passed, scored leaderboard-mode run that
+    organizers have neither hidden nor marked as hacked."""
+    return [
+        Submission.problem_id == problem_id,
+        Submission.gpu_type == gpu_type,
+        Submission.mode == "leaderboard",
+        Submission.status == "passed",
+        Submission.score.is_not(None),
+        Submission.is_hidden.is_(False),
+        Submission.is_hacked.is_(False),
+    ]
+
+
 def best_scores(session: Session, problem_id: int, gpu_type: str) -> Sequence[Row]:
     """Rows (user name, score, submission id, submitted at), best first; among equal scores
-    the earlier submission wins, both within one user and between users."""
+    the earlier submission wins, both within one user and between users. Banned users are
+    left out."""
     ranked = (
         select(
             Submission.id,
@@ -26,18 +42,41 @@ def best_scores(session: Session, problem_id: int, gpu_type: str) -> Sequence[Ro
             )
             .label("place"),
         )
-        .where(
-            Submission.problem_id == problem_id,
-            Submission.gpu_type == gpu_type,
-            Submission.mode == "leaderboard",
-            Submission.status == "passed",
-            Submission.score.is_not(None),
-        )
+        .where(*ranked_conditions(problem_id, gpu_type))
         .subquery()
     )
     return session.execute(
         select(User.name, ranked.c.score, ranked.c.id, ranked.c.created_at)
         .join(User, User.id == ranked.c.user_id)
-        .where(ranked.c.place == 1)
+        .where(ranked.c.place == 1, User.is_banned.is_(False))
         .order_by(ranked.c.score, ranked.c.created_at, ranked.c.id)
     ).all()
+
+
+def ranked_history(session: Session, problem_id: int, gpu_type: str) -> Sequence[Row]:
+    """Every ranked submission's (submitted at, score, user name), oldest first."""
+    return session.execute(
+        select(Submission.created_at, Submission.score, User.name)
+        .join(User, User.id == Submission.user_id)
+        .where(*ranked_conditions(problem_id, gpu_type), User.is_banned.is_(False))
+        .order_by(Submission.created_at, Submission.id)
+    ).all()
+
+
+def reports(session: Session, submission_ids: list[int]) -> dict[int, dict[str, Any]]:
+    if not submission_ids:
+        return {}
+    rows = session.execute(
+        select(Submission.id, Submission.report).where(Submission.id.in_(submission_ids))
+    ).all()
+    return {sid: report or {} for sid, report in rows}
+
+
+def competitor_counts(session: Session) -> dict[int, int]:
+    """Problem id -> how many users have a visible submission to it."""
+    rows = session.execute(
+        select(Submission.problem_id, func.count(func.distinct(Submission.user_id)))
+        .where(Submission.is_hidden.is_(False))
+        .group_by(Submission.problem_id)
+    ).all()
+    return {problem_id: count for problem_id, count in rows}

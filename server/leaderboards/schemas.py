@@ -11,6 +11,11 @@ class LeaderboardEntry(BaseModel):
     rank: int
     user: str
     score: float = Field(description="seconds: geometric mean of the benchmark cases' medians")
+    sol_fraction: float | None = Field(
+        default=None,
+        description="geometric mean of the benchmark cases' speed-of-light fractions, "
+        "where the problem states its roofline",
+    )
     submission_id: int
     submitted_at: datetime
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 from fastapi import APIRouter, File, Form, UploadFile
 
 from grader.problem import problem_from_files
@@ -12,7 +9,7 @@ from server.deps import AdminUser, OptionalUser, SessionDep, SettingsDep
 from server.errors import BadRequest, Forbidden, NotAuthenticated, NotFound, PayloadTooLarge
 from server.errors import responses as error_responses
 from server.models import Problem
-from server.problems import archive, service
+from server.problems import service
 from server.problems.schemas import ProblemOut, ProblemSummary
 from server.settings import Settings
 
@@ -73,18 +70,9 @@ async def add_problem(
     name: str | None = Form(default=None, max_length=100),
 ) -> ProblemOut:
     raw = await archive_file.read(settings.max_archive_bytes + 1)
-    if len(raw) > settings.max_archive_bytes:
-        raise PayloadTooLarge(f"the archive is over {settings.max_archive_bytes} bytes")
-    with tempfile.TemporaryDirectory(prefix="kj-upload-") as scratch:
-        root = Path(scratch)
-        archive.unpack(raw, archive_file.filename or "", root)
-        folder = archive.find_problem_folder(root)
-        before = service.current_version(session, name or folder.name)
-        try:
-            problem = service.add_problem_from_path(session, folder, name)
-        except BadRequest as exc:
-            # Name files as they are in the archive, not where the server unpacked them.
-            raise BadRequest(exc.detail.replace(f"{root.resolve()}/", "")) from exc
+    problem, created = service.add_problem_from_archive(
+        session, settings, raw, archive_file.filename or "", name
+    )
     out = detail(problem, settings)
-    out.created = before is None
+    out.created = created
     return out

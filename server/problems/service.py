@@ -6,7 +6,9 @@ import hashlib
 import json
 import re
 import secrets
+import tempfile
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 
 from sqlalchemy.orm import Session
@@ -14,9 +16,9 @@ from sqlalchemy.orm import Session
 from grader.problem import Problem as GraderProblem
 from grader.problem import ProblemError, builtin_problems, load_problem
 from server.devices import local_device
-from server.errors import BadRequest, NotFound
+from server.errors import BadRequest, NotFound, PayloadTooLarge
 from server.models import Problem, User, utcnow
-from server.problems import repository
+from server.problems import archive, repository
 from server.settings import Settings
 
 PROBLEM_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
@@ -60,6 +62,25 @@ def upsert_problem(session: Session, loaded: GraderProblem, name: str | None = N
     return problem
 
 
+def add_problem_from_archive(
+    session: Session, settings: Settings, raw: bytes, filename: str, name: str | None
+) -> tuple[Problem, bool]:
+    """Unpack an uploaded archive and add its problem; returns it and whether it is new."""
+    if len(raw) > settings.max_archive_bytes:
+        raise PayloadTooLarge(f"the archive is over {settings.max_archive_bytes} bytes")
+    with tempfile.TemporaryDirectory(prefix="kj-upload-") as scratch:
+        root = Path(scratch)
+        archive.unpack(raw, filename, root)
+        folder = archive.find_problem_folder(root)
+        before = current_version(session, name or folder.name)
+        try:
+            problem = add_problem_from_path(session, folder, name)
+        except BadRequest as exc:
+            # Name files as they are in the archive, not where the server unpacked them.
+            raise BadRequest(exc.detail.replace(f"{root.resolve()}/", "")) from exc
+    return problem, before is None
+
+
 def add_problem_from_path(session: Session, path: Path, name: str | None = None) -> Problem:
     try:
         loaded = load_problem(path)
@@ -90,6 +111,31 @@ def gpu_types_for(problem: Problem, settings: Settings) -> list[str]:
     if problem.gpu_types:
         return [gpu for gpu in offered if gpu in problem.gpu_types]
     return list(offered)
+
+
+def deadline_passed(problem: Problem) -> bool:
+    return problem.deadline is not None and utcnow() >= problem.deadline
+
+
+def update_settings(
+    session: Session,
+    name: str,
+    *,
+    is_public: bool,
+    deadline: datetime | None,
+    code_public_after_deadline: bool,
+) -> Problem:
+    """What organizers set on a problem besides its files."""
+    problem = repository.get_problem(session, name)
+    if problem is None:
+        raise NotFound(f"no problem named {name!r}")
+    if deadline is not None and deadline.tzinfo is None:
+        raise BadRequest("give the deadline with its time zone")
+    problem.is_public = is_public
+    problem.deadline = deadline
+    problem.code_public_after_deadline = code_public_after_deadline
+    session.flush()
+    return problem
 
 
 def current_version(session: Session, name: str) -> int | None:

@@ -11,7 +11,15 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from server.deps import CurrentUser, SessionDep, SettingsDep
-from server.errors import BadRequest, NotAuthenticated, NotFound, PayloadTooLarge, responses
+from server.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotAuthenticated,
+    NotFound,
+    PayloadTooLarge,
+    responses,
+)
 from server.models import Submission
 from server.settings import Settings
 from server.submissions import repository, service
@@ -91,7 +99,9 @@ def validate_body(body: object) -> SubmissionCreate:
     status_code=202,
     response_model=SubmissionAccepted,
     openapi_extra=SUBMISSION_BODY,
-    responses=responses(BadRequest, PayloadTooLarge, NotAuthenticated, NotFound),
+    responses=responses(
+        BadRequest, PayloadTooLarge, NotAuthenticated, Forbidden, NotFound, Conflict
+    ),
     summary="Submit a kernel for grading",
 )
 async def create_submission(
@@ -137,6 +147,8 @@ def submission_out(session: SessionDep, submission: Submission) -> SubmissionOut
         score=submission.score,
         message=submission.message,
         flags=submission.flags,
+        hidden=submission.is_hidden,
+        hacked=submission.is_hacked,
         cases=list(report.get("cases", [])),
         queue_position=(
             repository.queue_position(session, submission)

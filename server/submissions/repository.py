@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, joinedload
 
 from server.models import Submission
 
@@ -31,3 +33,27 @@ def queue_position(session: Session, submission: Submission) -> int:
         )
         or 0
     )
+
+
+def list_user_submissions(
+    session: Session, user_id: int, *, include_hidden: bool, limit: int = 200
+) -> Sequence[Submission]:
+    query = (
+        select(Submission)
+        .options(joinedload(Submission.problem))
+        .where(Submission.user_id == user_id)
+        .order_by(Submission.id.desc())
+        .limit(limit)
+    )
+    if not include_hidden:
+        query = query.where(Submission.is_hidden.is_(False))
+    return session.scalars(query).all()
+
+
+def list_recent_submissions(session: Session, limit: int) -> Sequence[Submission]:
+    return session.scalars(
+        select(Submission)
+        .options(joinedload(Submission.problem), joinedload(Submission.user))
+        .order_by(Submission.id.desc())
+        .limit(limit)
+    ).all()

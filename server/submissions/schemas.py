@@ -40,6 +40,8 @@ class SubmissionOut(BaseModel):
     score: float | None = Field(description="seconds: geometric mean of the cases' medians")
     message: str
     flags: list[str]
+    hidden: bool = Field(description="an organizer hid it: it is off the leaderboard")
+    hacked: bool = Field(description="an organizer marked it as hacked: it is off the leaderboard")
     cases: list[dict[str, Any]]
     queue_position: int | None = Field(
         description="submissions ahead of this one for the same device type, while queued"

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from celery import chain
 from sqlalchemy.orm import Session
 
 from grader.problem import problem_from_files
-from server.errors import BadRequest, NotFound, PayloadTooLarge
+from server.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
 from server.models import Problem, Run, Submission, User, utcnow
 from server.problems import service as problems
 from server.queue import RESULTS_QUEUE
@@ -52,9 +53,16 @@ def create_submission(
     mode: str,
     gpu: str | None,
 ) -> Submission:
+    if user.is_banned:
+        raise Forbidden("this account is banned")
     if mode not in MODES:
         raise BadRequest(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     problem = problems.get_visible_problem(session, problem_name, user)
+    if mode == "leaderboard" and problems.deadline_passed(problem):
+        raise Conflict(
+            f"the competition on {problem.name!r} closed at {problem.deadline:%Y-%m-%d %H:%M} UTC; "
+            "test and benchmark runs are still open"
+        )
     gpu_type = choose_gpu_type(problem, settings, gpu)
     validate_code(code, settings)
     submission = Submission(
@@ -110,6 +118,78 @@ def get_submission_for(session: Session, submission_id: int, user: User) -> Subm
     if submission is None or (submission.user_id != user.id and not user.is_admin):
         raise NotFound(f"no submission {submission_id} of yours")
     return submission
+
+
+def can_see(viewer: User | None, submission: Submission) -> bool:
+    """Results of a submission are public unless an organizer hid it or its problem."""
+    if viewer is not None and (viewer.is_admin or viewer.id == submission.user_id):
+        return True
+    return submission.problem.is_public and not submission.is_hidden
+
+
+def can_see_code(viewer: User | None, submission: Submission) -> bool:
+    """Code and logs: its author and admins; everyone else only after the problem's deadline,
+    and only where the organizers chose to publish the code."""
+    if viewer is not None and (viewer.is_admin or viewer.id == submission.user_id):
+        return True
+    problem = submission.problem
+    return (
+        can_see(viewer, submission)
+        and problem.code_public_after_deadline
+        and problems.deadline_passed(problem)
+    )
+
+
+def get_visible_submission(session: Session, submission_id: int, viewer: User | None) -> Submission:
+    submission = repository.get_submission(session, submission_id)
+    if submission is None or not can_see(viewer, submission):
+        raise NotFound(f"no submission {submission_id}")
+    return submission
+
+
+def list_for_user(session: Session, user: User, viewer: User | None) -> Sequence[Submission]:
+    """A user's submissions, newest first: all of them for the user and admins, the visible
+    ones for everyone else."""
+    everything = viewer is not None and (viewer.is_admin or viewer.id == user.id)
+    return repository.list_user_submissions(session, user.id, include_hidden=everything)
+
+
+def list_recent(session: Session, limit: int = 200) -> Sequence[Submission]:
+    return repository.list_recent_submissions(session, limit)
+
+
+def moderate(session: Session, submission_id: int, action: str) -> Submission:
+    """Hide or unhide, mark or unmark as hacked, or reset for a re-run; the caller commits,
+    then calls ``enqueue`` for a re-run."""
+    submission = repository.get_submission(session, submission_id, for_update=True)
+    if submission is None:
+        raise NotFound(f"no submission {submission_id}")
+    if action in ("hide", "unhide"):
+        submission.is_hidden = action == "hide"
+    elif action in ("hack", "unhack"):
+        submission.is_hacked = action == "hack"
+    elif action == "rerun":
+        if submission.status not in TERMINAL:
+            raise Conflict(f"submission {submission_id} is still {submission.status}")
+        reset_for_rerun(submission)
+    else:
+        raise BadRequest(f"unknown action {action!r}")
+    session.flush()
+    return submission
+
+
+def reset_for_rerun(submission: Submission) -> None:
+    """Back to queued against the problem's current version, the old verdict forgotten."""
+    submission.problem_version = submission.problem.version
+    submission.status = "queued"
+    submission.score = None
+    submission.message = ""
+    submission.flags = []
+    submission.report = None
+    submission.worker = None
+    submission.started_at = None
+    submission.finished_at = None
+    submission.runs.clear()
 
 
 def mark_running(session: Session, submission_id: int, worker: str) -> None:

@@ -1,26 +1,47 @@
-"""Creating users, issuing API tokens and resolving a bearer token to its user."""
+"""Creating users, passwords and log-in, API tokens, and resolving a bearer token to its user."""
 
 from __future__ import annotations
 
 import hashlib
 import re
 import secrets
+from collections.abc import Sequence
+from datetime import timedelta
 
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy.orm import Session
 
-from server.errors import BadRequest, Conflict, NotAuthenticated
+from server.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotAuthenticated,
+    NotFound,
+    TooManyRequests,
+)
 from server.models import ApiToken, User, utcnow
+from server.settings import Settings
 from server.users import repository
 
 TOKEN_PREFIX = "kj_"
 USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+MIN_PASSWORD_LENGTH = 8
+MAX_PASSWORD_LENGTH = 1024
+
+passwords = PasswordHasher()
+# Verified against when the user name is unknown, so a wrong name costs as long as a wrong
+# password and timing does not tell which names exist.
+_DUMMY_HASH = passwords.hash(secrets.token_urlsafe(16))
 
 
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def create_user(session: Session, name: str, *, is_admin: bool = False) -> User:
+def create_user(
+    session: Session, name: str, *, is_admin: bool = False, password: str | None = None
+) -> User:
     if not USER_NAME.match(name):
         raise BadRequest(
             "a user name is 1-64 characters: letters, digits, '_', '.', '-', "
@@ -29,9 +50,54 @@ def create_user(session: Session, name: str, *, is_admin: bool = False) -> User:
     if repository.get_user_by_name(session, name) is not None:
         raise Conflict(f"user {name!r} already exists")
     user = User(name=name, is_admin=is_admin)
+    if password is not None:
+        set_password(user, password)
     session.add(user)
     session.flush()
     return user
+
+
+def set_password(user: User, password: str) -> None:
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise BadRequest(f"a password has at least {MIN_PASSWORD_LENGTH} characters")
+    if len(password) > MAX_PASSWORD_LENGTH:
+        raise BadRequest(f"a password has at most {MAX_PASSWORD_LENGTH} characters")
+    user.password_hash = passwords.hash(password)
+
+
+def log_in(session: Session, settings: Settings, name: str, password: str, address: str) -> User:
+    """The user whose name and password these are. Failures are recorded in the database and
+    limited per name and per address over ``login_window_s``; a banned user is refused."""
+    now = utcnow()
+    since = now - timedelta(seconds=settings.login_window_s)
+    by_name, by_address = repository.count_failed_logins(
+        session, user_name=name[:64], address=address[:64], since=since
+    )
+    if by_name >= settings.login_max_failures or (
+        by_address >= settings.login_max_failures_per_address
+    ):
+        raise TooManyRequests("too many failed log-ins; wait a few minutes before trying again")
+    user = repository.get_user_by_name(session, name)
+    if not verify_password(user, password):
+        repository.add_failed_login(session, user_name=name[:64], address=address[:64])
+        raise NotAuthenticated("the user name or the password is wrong")
+    assert user is not None
+    if user.is_banned:
+        raise Forbidden("this account is banned")
+    if passwords.check_needs_rehash(user.password_hash or ""):
+        user.password_hash = passwords.hash(password)
+    repository.forget_failed_logins(session, user_name=name[:64], before=since)
+    return user
+
+
+def verify_password(user: User | None, password: str) -> bool:
+    stored = user.password_hash if user is not None else None
+    try:
+        return passwords.verify(stored or _DUMMY_HASH, password[:MAX_PASSWORD_LENGTH]) and (
+            stored is not None
+        )
+    except (VerificationError, InvalidHashError):
+        return False
 
 
 def issue_token(session: Session, user: User, label: str = "") -> str:
@@ -44,9 +110,55 @@ def issue_token(session: Session, user: User, label: str = "") -> str:
     return token
 
 
+def list_tokens(session: Session, user: User) -> Sequence[ApiToken]:
+    return repository.list_tokens(session, user.id)
+
+
+def revoke_token(session: Session, user: User, token_id: int) -> None:
+    token = repository.get_token(session, user.id, token_id)
+    if token is None:
+        raise NotFound(f"no token {token_id} of yours")
+    if token.revoked_at is None:
+        token.revoked_at = utcnow()
+
+
 def authenticate(session: Session, token: str) -> User:
     record = repository.get_active_token(session, hash_token(token))
     if record is None:
         raise NotAuthenticated("the API token is unknown or revoked")
+    if record.user.is_banned:
+        raise Forbidden("this account is banned")
     record.last_used_at = utcnow()
     return record.user
+
+
+def get_user(session: Session, name: str) -> User:
+    user = repository.get_user_by_name(session, name)
+    if user is None:
+        raise NotFound(f"no user named {name!r}")
+    return user
+
+
+def list_users(session: Session) -> Sequence[User]:
+    return repository.list_users(session)
+
+
+def moderate_user(session: Session, admin: User, user_id: int, action: str) -> User:
+    """Ban, unban, make admin or drop admin. An admin cannot ban or demote themselves, so a
+    site never loses its last admin by a slip."""
+    user = repository.get_user(session, user_id)
+    if user is None:
+        raise NotFound(f"no user {user_id}")
+    if user.id == admin.id and action in ("ban", "revoke_admin"):
+        raise BadRequest("you cannot ban yourself or take away your own admin rights")
+    if action == "ban":
+        user.is_banned = True
+    elif action == "unban":
+        user.is_banned = False
+    elif action == "make_admin":
+        user.is_admin = True
+    elif action == "revoke_admin":
+        user.is_admin = False
+    else:
+        raise BadRequest(f"unknown action {action!r}")
+    return user

@@ -1,0 +1,142 @@
+"""Account pages: sign up, log in, log out, a user's submissions and API tokens."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from server.errors import (
+    Forbidden,
+    KernelJudgeError,
+    NotAuthenticated,
+    NotFound,
+    TooManyRequests,
+)
+from server.submissions import service as submissions
+from server.users import service as users
+from server.web.page import Page, PageDep, SignedInPage
+from server.web.sessions import read_form, sign_in, sign_out
+
+router = APIRouter(include_in_schema=False)
+
+
+def safe_next(target: str | None) -> str:
+    """Only paths on this site: an open redirect would let a link log someone in elsewhere."""
+    if target and target.startswith("/") and not target.startswith(("//", "/\\")):
+        return target
+    return "/"
+
+
+def login_url(next_path: str) -> str:
+    return f"/login?next={quote(next_path, safe='/')}"
+
+
+@router.get("/signup", response_class=HTMLResponse)
+def signup_form(page: PageDep, next: str | None = Query(default=None)) -> HTMLResponse:
+    return page.render("signup.html", values={}, errors={}, next=safe_next(next))
+
+
+@router.post("/signup", response_model=None)
+async def signup(request: Request, page: PageDep) -> HTMLResponse | RedirectResponse:
+    form = await read_form(request, page.settings)
+    name = str(form.get("name") or "").strip()
+    password = str(form.get("password") or "")
+    next_path = safe_next(str(form.get("next") or ""))
+    errors: dict[str, str] = {}
+    if not page.settings.signup_open:
+        errors["form"] = "sign-up is closed on this site; ask the organizers for an account"
+    elif password != str(form.get("password_again") or ""):
+        errors["password_again"] = "the two passwords differ"
+    else:
+        try:
+            user = users.create_user(page.session, name, password=password)
+        except KernelJudgeError as exc:
+            errors["password" if "password" in exc.detail else "name"] = exc.detail
+    if errors:
+        return page.render(
+            "signup.html", status_code=422, values={"name": name}, errors=errors, next=next_path
+        )
+    sign_in(request, user.id)
+    return RedirectResponse(next_path, status_code=303)
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(page: PageDep, next: str | None = Query(default=None)) -> HTMLResponse:
+    return page.render("login.html", values={}, errors={}, next=safe_next(next))
+
+
+@router.post("/login", response_model=None)
+async def login(request: Request, page: PageDep) -> HTMLResponse | RedirectResponse:
+    form = await read_form(request, page.settings)
+    name = str(form.get("name") or "").strip()
+    next_path = safe_next(str(form.get("next") or ""))
+    address = request.client.host if request.client else "unknown"
+    try:
+        user = users.log_in(
+            page.session, page.settings, name, str(form.get("password") or ""), address
+        )
+    except (NotAuthenticated, Forbidden, TooManyRequests) as exc:
+        # The failure must be recorded even though the page reports an error.
+        page.session.commit()
+        return page.render(
+            "login.html",
+            status_code=exc.status_code,
+            values={"name": name},
+            errors={"form": exc.detail},
+            next=next_path,
+        )
+    sign_in(request, user.id)
+    return RedirectResponse(next_path, status_code=303)
+
+
+@router.post("/logout")
+async def logout(request: Request, page: PageDep) -> RedirectResponse:
+    await read_form(request, page.settings)
+    sign_out(request)
+    return RedirectResponse("/", status_code=303)
+
+
+@router.get("/account")
+def account(page: SignedInPage) -> RedirectResponse:
+    assert page.viewer is not None
+    return RedirectResponse(f"/users/{quote(page.viewer.name)}", status_code=303)
+
+
+def render_user(page: Page, name: str, new_token: str | None = None) -> HTMLResponse:
+    user = users.get_user(page.session, name)
+    if user.is_banned and not (page.viewer and page.viewer.is_admin):
+        raise NotFound(f"no user named {name!r}")
+    own = page.viewer is not None and page.viewer.id == user.id
+    return page.render(
+        "user.html",
+        user=user,
+        own=own,
+        submissions=submissions.list_for_user(page.session, user, page.viewer),
+        tokens=users.list_tokens(page.session, user) if own else [],
+        new_token=new_token,
+    )
+
+
+@router.get("/users/{name}", response_class=HTMLResponse)
+def user_page(name: str, page: PageDep) -> HTMLResponse:
+    return render_user(page, name)
+
+
+@router.post("/account/tokens", response_class=HTMLResponse)
+async def create_token(request: Request, page: SignedInPage) -> HTMLResponse:
+    """Shown on the page this once; only its hash is kept."""
+    assert page.viewer is not None
+    form = await read_form(request, page.settings)
+    label = str(form.get("label") or "").strip()[:100] or "web"
+    token = users.issue_token(page.session, page.viewer, label=label)
+    return render_user(page, page.viewer.name, new_token=token)
+
+
+@router.post("/account/tokens/{token_id}/revoke")
+async def revoke_token(token_id: int, request: Request, page: SignedInPage) -> RedirectResponse:
+    assert page.viewer is not None
+    await read_form(request, page.settings)
+    users.revoke_token(page.session, page.viewer, token_id)
+    return RedirectResponse(f"/users/{quote(page.viewer.name)}#tokens", status_code=303)

@@ -1,0 +1,128 @@
+"""Admin pages: add problems and set their deadline and visibility, moderate submissions
+(hide, mark as hacked, re-run), moderate users (ban, make admin)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+from starlette.datastructures import UploadFile
+
+from server.errors import BadRequest, KernelJudgeError
+from server.problems import service as problems
+from server.submissions import service as submissions
+from server.users import service as users
+from server.web.page import AdminPage, Page
+from server.web.sessions import read_form
+
+router = APIRouter(prefix="/admin", include_in_schema=False)
+
+
+@router.get("")
+def admin_home(page: AdminPage) -> RedirectResponse:
+    return RedirectResponse("/admin/problems", status_code=303)
+
+
+def render_problems(
+    page: Page, errors: dict[str, str] | None = None, notice: str = "", status_code: int = 200
+) -> HTMLResponse:
+    return page.render(
+        "admin/problems.html",
+        status_code=status_code,
+        problems=problems.list_visible_problems(page.session, page.viewer),
+        errors=errors or {},
+        notice=notice,
+        section="problems",
+    )
+
+
+@router.get("/problems", response_class=HTMLResponse)
+def admin_problems(page: AdminPage) -> HTMLResponse:
+    return render_problems(page)
+
+
+@router.post("/problems", response_class=HTMLResponse)
+async def upload_problem(request: Request, page: AdminPage) -> HTMLResponse:
+    """The same unpacking and loading as ``POST /api/v1/problems``."""
+    form = await read_form(request, page.settings)
+    upload = form.get("archive")
+    name = str(form.get("name") or "").strip() or None
+    try:
+        if not isinstance(upload, UploadFile) or not upload.filename:
+            raise BadRequest("choose a .zip or .tar.gz of a problem folder")
+        raw = await upload.read(page.settings.max_archive_bytes + 1)
+        problem, created = problems.add_problem_from_archive(
+            page.session, page.settings, raw, upload.filename, name
+        )
+    except KernelJudgeError as exc:
+        return render_problems(page, errors={"archive": exc.detail}, status_code=exc.status_code)
+    finally:
+        await form.close()
+    verb = "added" if created else f"updated to version {problem.version}"
+    return render_problems(page, notice=f"Problem {problem.name} {verb}.")
+
+
+@router.post("/problems/{name}", response_model=None)
+async def update_problem(
+    name: str, request: Request, page: AdminPage
+) -> HTMLResponse | RedirectResponse:
+    form = await read_form(request, page.settings)
+    try:
+        deadline = parse_deadline(str(form.get("deadline") or ""))
+        problems.update_settings(
+            page.session,
+            name,
+            is_public=form.get("is_public") == "on",
+            deadline=deadline,
+            code_public_after_deadline=form.get("code_public_after_deadline") == "on",
+        )
+    except BadRequest as exc:
+        return render_problems(page, errors={name: exc.detail}, status_code=422)
+    return RedirectResponse("/admin/problems", status_code=303)
+
+
+def parse_deadline(text: str) -> datetime | None:
+    """A ``datetime-local`` value, read as UTC (the page says so)."""
+    if not text.strip():
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise BadRequest(f"{text!r} is not a date and time (YYYY-MM-DDTHH:MM)") from exc
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+@router.get("/submissions", response_class=HTMLResponse)
+def admin_submissions(page: AdminPage) -> HTMLResponse:
+    return page.render(
+        "admin/submissions.html",
+        submissions=submissions.list_recent(page.session),
+        section="submissions",
+    )
+
+
+@router.post("/submissions/{submission_id}")
+async def moderate_submission(
+    submission_id: int, request: Request, page: AdminPage
+) -> RedirectResponse:
+    form = await read_form(request, page.settings)
+    action = str(form.get("action") or "")
+    submission = submissions.moderate(page.session, submission_id, action)
+    if action == "rerun":
+        page.session.commit()  # before a worker can hear of it
+        submissions.enqueue(submission, page.settings)
+    return RedirectResponse(f"/admin/submissions#s{submission_id}", status_code=303)
+
+
+@router.get("/users", response_class=HTMLResponse)
+def admin_users(page: AdminPage) -> HTMLResponse:
+    return page.render("admin/users.html", users=users.list_users(page.session), section="users")
+
+
+@router.post("/users/{user_id}")
+async def moderate_user(user_id: int, request: Request, page: AdminPage) -> RedirectResponse:
+    assert page.viewer is not None
+    form = await read_form(request, page.settings)
+    users.moderate_user(page.session, page.viewer, user_id, str(form.get("action") or ""))
+    return RedirectResponse(f"/admin/users#u{user_id}", status_code=303)

@@ -1,0 +1,124 @@
+"""What every page handler gets: the request, the database session, the settings, the
+signed-in user, and a way to render a template with the layout's context."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+from server.deps import SessionDep, SettingsDep
+from server.errors import Forbidden, NotAuthenticated
+from server.models import User
+from server.settings import Settings
+from server.users import repository as users
+from server.web.sessions import CSRF_FIELD, csrf_token
+
+TEMPLATES = Path(__file__).parent / "templates"
+STATIC = Path(__file__).parent / "static"
+
+# CommonMark with raw HTML off: problem text cannot carry script or markup of its own, and
+# markdown-it refuses javascript: and data: links by itself.
+markdown = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
+
+
+def render_markdown(text: str) -> Markup:
+    return Markup(markdown.render(text))
+
+
+UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6))
+
+
+def duration(seconds: float | None) -> str:
+    """A time for people: 20.3 µs, 1.25 ms, 2.00 s."""
+    if seconds is None or not math.isfinite(seconds):
+        return "—"
+    unit, scale = next(
+        ((unit, scale) for unit, scale in UNITS if abs(seconds) >= scale), ("ns", 1e-9)
+    )
+    value = seconds / scale
+    return f"{value:.0f} {unit}" if value >= 1000 else f"{value:.3g} {unit}"
+
+
+def percent(fraction: float | None, digits: int = 0) -> str:
+    if fraction is None or not math.isfinite(fraction):
+        return "—"
+    return f"{fraction * 100:.{digits}f}%"
+
+
+def when(moment: datetime | None) -> str:
+    return "—" if moment is None else f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+
+
+def iso(moment: datetime | None) -> str:
+    return "" if moment is None else moment.astimezone(UTC).isoformat()
+
+
+templates = Jinja2Templates(directory=str(TEMPLATES))
+templates.env.filters.update(
+    markdown=render_markdown, duration=duration, percent=percent, when=when, iso=iso
+)
+
+
+@dataclass
+class Page:
+    request: Request
+    session: SessionDep
+    settings: Settings
+    viewer: User | None
+
+    def render(self, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        return templates.TemplateResponse(
+            self.request,
+            template,
+            {
+                "viewer": self.viewer,
+                "csrf_field": CSRF_FIELD,
+                "csrf_token": csrf_token(self.request),
+                "now": datetime.now(UTC),
+                **context,
+            },
+            status_code=status_code,
+        )
+
+
+def session_user(request: Request, session: SessionDep) -> User | None:
+    """The signed-in user; a banned user counts as signed out."""
+    user_id = request.session.get("user_id")
+    if not isinstance(user_id, int):
+        return None
+    user = users.get_user(session, user_id)
+    if user is None or user.is_banned:
+        request.session.pop("user_id", None)
+        return None
+    return user
+
+
+def get_page(request: Request, session: SessionDep, settings: SettingsDep) -> Page:
+    return Page(request, session, settings, session_user(request, session))
+
+
+def get_signed_in_page(page: Annotated[Page, Depends(get_page)]) -> Page:
+    if page.viewer is None:
+        raise NotAuthenticated("sign in to see this page")
+    return page
+
+
+def get_admin_page(page: Annotated[Page, Depends(get_signed_in_page)]) -> Page:
+    assert page.viewer is not None
+    if not page.viewer.is_admin:
+        raise Forbidden("this page is for the organizers (admins) only")
+    return page
+
+
+PageDep = Annotated[Page, Depends(get_page)]
+SignedInPage = Annotated[Page, Depends(get_signed_in_page)]
+AdminPage = Annotated[Page, Depends(get_admin_page)]

@@ -1,0 +1,219 @@
+"""Public pages: the problems, a problem, its leaderboards, submitting by form and watching
+a submission grade."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.datastructures import UploadFile
+
+from grader.problem import problem_from_files
+from server.errors import Conflict, Forbidden, KernelJudgeError, NotFound
+from server.leaderboards import service as leaderboards
+from server.models import Problem, Submission
+from server.problems import service as problems
+from server.submissions import repository as submissions_repository
+from server.submissions import service as submissions
+from server.web.charts import best_score_chart
+from server.web.page import Page, PageDep, SignedInPage, duration
+from server.web.sessions import read_form
+
+router = APIRouter(include_in_schema=False)
+
+LIVE_STATUSES = ("queued", "running")
+
+
+@router.get("/", response_class=HTMLResponse)
+def home(page: PageDep) -> HTMLResponse:
+    counts = leaderboards.competitor_counts(page.session)
+    rows = []
+    for problem in problems.list_visible_problems(page.session, page.viewer):
+        offered = problems.gpu_types_for(problem, page.settings)
+        leader = None
+        if offered:
+            top = leaderboards.entries(page.session, problem, offered[0])
+            leader = top[0] if top else None
+        rows.append(
+            {
+                "problem": problem,
+                "summary": summary_line(problem.description),
+                "gpus": offered,
+                "leader": leader,
+                "competitors": counts.get(problem.id, 0),
+                "closed": problems.deadline_passed(problem),
+            }
+        )
+    return page.render("home.html", rows=rows)
+
+
+def summary_line(description: str) -> str:
+    """The description's first paragraph, as plain text, for the problem list."""
+    first = description.strip().split("\n\n", 1)[0]
+    return " ".join(first.split()).lstrip("# ")
+
+
+def leaderboard_context(page: Page, problem: Problem, gpu: str | None) -> dict[str, Any]:
+    gpu_type = leaderboards.choose_gpu(problem, page.settings, gpu)
+    records = leaderboards.records(page.session, problem, gpu_type)
+    return {
+        "gpu": gpu_type,
+        "gpus": problems.gpu_types_for(problem, page.settings),
+        "entries": leaderboards.entries(page.session, problem, gpu_type),
+        "chart": best_score_chart(records, datetime.now(UTC), duration),
+    }
+
+
+@router.get("/problems/{name}", response_class=HTMLResponse)
+def problem_page(
+    name: str, page: PageDep, gpu: str | None = Query(default=None, max_length=32)
+) -> HTMLResponse:
+    problem = problems.get_visible_problem(page.session, name, page.viewer)
+    loaded = problem_from_files(problem.name, problem.files)
+    return page.render(
+        "problem.html",
+        problem=problem,
+        loaded=loaded,
+        task_types=problem.files.get("task.py"),
+        template_code=loaded.submission_template,
+        closed=problems.deadline_passed(problem),
+        **leaderboard_context(page, problem, gpu),
+    )
+
+
+@router.get("/problems/{name}/template")
+def problem_template(name: str, page: PageDep) -> Response:
+    problem = problems.get_visible_problem(page.session, name, page.viewer)
+    template = problem_from_files(problem.name, problem.files).submission_template
+    if not template:
+        raise NotFound(f"problem {name!r} has no submission template")
+    return Response(
+        template,
+        media_type="text/x-python; charset=utf-8",
+        headers={"Content-Disposition": f'attachment; filename="{problem.name}_submission.py"'},
+    )
+
+
+@router.get("/leaderboards/{name}", response_class=HTMLResponse)
+def leaderboard_page(
+    name: str, page: PageDep, gpu: str | None = Query(default=None, max_length=32)
+) -> HTMLResponse:
+    problem = problems.get_visible_problem(page.session, name, page.viewer)
+    return page.render(
+        "leaderboard.html", problem=problem, **leaderboard_context(page, problem, gpu)
+    )
+
+
+@router.get("/submit", response_class=HTMLResponse)
+def submit_form(
+    page: SignedInPage, problem: str | None = Query(default=None, max_length=100)
+) -> HTMLResponse:
+    return render_submit(page, {"problem": problem or "", "mode": "test", "gpu": ""}, {})
+
+
+def render_submit(
+    page: Page, values: dict[str, str], errors: dict[str, str], status_code: int = 200
+) -> HTMLResponse:
+    visible = problems.list_visible_problems(page.session, page.viewer)
+    gpus = {p.name: problems.gpu_types_for(p, page.settings) for p in visible}
+    return page.render(
+        "submit.html",
+        status_code=status_code,
+        problems=visible,
+        gpus_by_problem=gpus,
+        all_gpus=sorted({gpu for offered in gpus.values() for gpu in offered}),
+        modes=submissions.MODES,
+        values=values,
+        errors=errors,
+    )
+
+
+@router.post("/submit", response_model=None)
+async def submit(request: Request, page: SignedInPage) -> HTMLResponse | RedirectResponse:
+    """The REST API's validation, step by step, so each error lands next to its field."""
+    assert page.viewer is not None
+    form = await read_form(request, page.settings)
+    values = {key: str(form.get(key) or "") for key in ("problem", "mode", "gpu", "code")}
+    errors: dict[str, str] = {}
+    code = values["code"]
+    upload = form.get("file")
+    try:
+        if isinstance(upload, UploadFile) and upload.filename:
+            code = submissions.decode_code(
+                await upload.read(page.settings.max_code_bytes + 1), page.settings
+            )
+        else:
+            submissions.validate_code(code, page.settings)
+    except KernelJudgeError as exc:
+        errors["code"] = exc.detail
+    finally:
+        await form.close()
+    problem = None
+    try:
+        problem = problems.get_visible_problem(page.session, values["problem"], page.viewer)
+    except NotFound:
+        errors["problem"] = "choose a problem"
+    if values["mode"] not in submissions.MODES:
+        errors["mode"] = f"choose one of {', '.join(submissions.MODES)}"
+    elif (
+        problem is not None
+        and values["mode"] == "leaderboard"
+        and (problems.deadline_passed(problem))
+    ):
+        errors["mode"] = "the competition has closed; test and benchmark runs are still open"
+    if problem is not None:
+        try:
+            submissions.choose_gpu_type(problem, page.settings, values["gpu"] or None)
+        except KernelJudgeError as exc:
+            errors["gpu"] = exc.detail
+    if not errors:
+        try:
+            submission = submissions.create_submission(
+                page.session,
+                page.settings,
+                page.viewer,
+                problem_name=values["problem"],
+                code=code,
+                mode=values["mode"],
+                gpu=values["gpu"] or None,
+            )
+        except (Forbidden, Conflict) as exc:
+            errors["form"] = exc.detail
+    if errors:
+        values["code"] = code
+        return render_submit(page, values, errors, status_code=422)
+    page.session.commit()  # before a worker can hear of it
+    submissions.enqueue(submission, page.settings)
+    return RedirectResponse(f"/submissions/{submission.id}", status_code=303)
+
+
+def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
+    report = submission.report or {}
+    return {
+        "submission": submission,
+        "report": report,
+        "cases": report.get("cases", []),
+        "live": submission.status in LIVE_STATUSES,
+        "queue_position": (
+            submissions_repository.queue_position(page.session, submission)
+            if submission.status == "queued"
+            else None
+        ),
+        "show_code": submissions.can_see_code(page.viewer, submission),
+        "sol_fraction": leaderboards.sol_fraction(report),
+    }
+
+
+@router.get("/submissions/{submission_id}", response_class=HTMLResponse)
+def submission_page(submission_id: int, page: PageDep) -> HTMLResponse:
+    submission = submissions.get_visible_submission(page.session, submission_id, page.viewer)
+    return page.render("submission.html", **submission_context(page, submission))
+
+
+@router.get("/submissions/{submission_id}/live", response_class=HTMLResponse)
+def submission_live(submission_id: int, page: PageDep) -> HTMLResponse:
+    """The status and results part of the submission page, polled while it grades."""
+    submission = submissions.get_visible_submission(page.session, submission_id, page.viewer)
+    return page.render("_submission_result.html", **submission_context(page, submission))

@@ -1,0 +1,95 @@
+"""The session cookie's secret, the CSRF token and the signed-in user of a browser request."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from fastapi import Request
+from starlette.datastructures import FormData
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from server.errors import BadRequest, Forbidden
+from server.settings import Settings
+
+SECRET_KEY_FILE = "secret_key"
+SESSION_COOKIE = "kj_session"
+SESSION_MAX_AGE_S = 14 * 24 * 3600
+CSRF_FIELD = "csrf_token"
+
+
+class InsecureSettings(RuntimeError):
+    """The settings are unsafe to serve with (e.g. no secret key in production)."""
+
+
+class CsrfFailed(Forbidden):
+    """A form arrived without the token of the session that showed it."""
+
+    code = "csrf_failed"
+
+
+def secret_key(settings: Settings) -> str:
+    """``KJ_SECRET_KEY``; in development, when unset, one generated once and kept in the data
+    dir so that every process of this install signs alike. Outside development it must be set."""
+    if settings.secret_key:
+        if settings.environment != "development" and len(settings.secret_key) < 32:
+            raise InsecureSettings("KJ_SECRET_KEY must be at least 32 characters in production")
+        return settings.secret_key
+    if settings.environment != "development":
+        raise InsecureSettings(
+            "set KJ_SECRET_KEY (e.g. from `python3 -c 'import secrets; "
+            "print(secrets.token_urlsafe(48))'`): production needs a secret of its own"
+        )
+    settings.ensure_data_dir()
+    return read_or_create_key(settings.data_dir / SECRET_KEY_FILE)
+
+
+def read_or_create_key(path: Path) -> str:
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    key = secrets.token_urlsafe(48)
+    with os.fdopen(descriptor, "w") as out:
+        out.write(key + "\n")
+    return key
+
+
+def csrf_token(request: Request) -> str:
+    """This session's CSRF token, made on first use."""
+    token = request.session.get("csrf")
+    if not isinstance(token, str):
+        token = secrets.token_urlsafe(32)
+        request.session["csrf"] = token
+    return token
+
+
+async def read_form(request: Request, settings: Settings) -> FormData:
+    """The posted form, after checking its CSRF token against the session's."""
+    try:
+        form = await request.form(
+            max_files=1, max_fields=20, max_part_size=max(settings.max_code_bytes + 1, 1 << 20)
+        )
+    except StarletteHTTPException as exc:
+        raise BadRequest(f"the form could not be read: {exc.detail}") from exc
+    sent = form.get(CSRF_FIELD)
+    expected = request.session.get("csrf")
+    if not (
+        isinstance(sent, str)
+        and isinstance(expected, str)
+        and secrets.compare_digest(sent.encode(), expected.encode())
+    ):
+        raise CsrfFailed("this form has expired or did not come from this site; reload the page")
+    return form
+
+
+def sign_in(request: Request, user_id: int) -> None:
+    """A fresh session for this user: nothing set before signing in carries over."""
+    request.session.clear()
+    request.session["user_id"] = user_id
+    csrf_token(request)
+
+
+def sign_out(request: Request) -> None:
+    request.session.clear()

@@ -1,0 +1,67 @@
+// KernelJudge pages: live submission status, the submit form's GPU choices, copy buttons.
+(function () {
+  "use strict";
+
+  // While a submission is queued or running, re-fetch its result section every second.
+  function followLive(container) {
+    var url = container.getAttribute("data-live-url");
+    var stopped = false;
+    function poll() {
+      if (stopped) return;
+      fetch(url, { headers: { Accept: "text/html" }, credentials: "same-origin" })
+        .then(function (response) { return response.ok ? response.text() : null; })
+        .then(function (html) {
+          if (html !== null) {
+            container.innerHTML = html;
+            var section = container.querySelector("[data-live]");
+            if (section && section.getAttribute("data-live") === "false") {
+              stopped = true;
+              container.removeAttribute("data-live-url");
+              return;
+            }
+          }
+          window.setTimeout(poll, 1000);
+        })
+        .catch(function () { window.setTimeout(poll, 3000); });
+    }
+    window.setTimeout(poll, 1000);
+  }
+
+  // Offer only the GPU types of the chosen problem.
+  function linkGpuChoices(form) {
+    var byProblem = JSON.parse(form.getAttribute("data-gpus") || "{}");
+    var problem = form.querySelector("#problem");
+    var gpu = form.querySelector("#gpu");
+    if (!problem || !gpu) return;
+    var allOptions = Array.prototype.slice.call(gpu.options, 1);
+    function update() {
+      var offered = byProblem[problem.value];
+      allOptions.forEach(function (option) {
+        var ok = !offered || offered.indexOf(option.value) >= 0;
+        option.hidden = !ok;
+        option.disabled = !ok;
+        if (!ok && option.selected) gpu.value = "";
+      });
+    }
+    problem.addEventListener("change", update);
+    update();
+  }
+
+  function linkCopyButtons() {
+    document.querySelectorAll("[data-copy]").forEach(function (button) {
+      button.addEventListener("click", function () {
+        var source = document.querySelector(button.getAttribute("data-copy"));
+        if (!source || !navigator.clipboard) return;
+        navigator.clipboard.writeText(source.textContent.trim()).then(function () {
+          button.textContent = "Copied";
+        });
+      });
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-live-url]").forEach(followLive);
+    document.querySelectorAll("form[data-gpus]").forEach(linkGpuChoices);
+    linkCopyButtons();
+  });
+})();
