@@ -24,6 +24,7 @@ import torch
 import sandbox
 from grader.calibrate import DevicePeaks, measure_peaks
 from grader.check import first_mismatches, run_check
+from grader.confine import DEFAULT_MEMORY_BYTES, GRADER_PACKAGE, runner_env, runner_isolation
 from grader.device import DeviceInfo, detect_device
 from grader.inputs import (
     clone_data,
@@ -55,7 +56,6 @@ LEADERBOARD_MAX_SETS = 20
 EXIT_GRACE_S = 2.0
 MESSAGE_CAP = 4000
 CUDA_ONLY = "this problem generates its inputs on CUDA; grade it on a GPU worker"
-GRADER_PACKAGE = Path(__file__).resolve().parent
 SKIP_IN_RUNNER = frozenset({"reference.py", "eval.py", "task.yml"})
 # Registers and unregisters the problem's module names in sys.modules; one at a time.
 _IMPORT_LOCK = threading.Lock()
@@ -90,8 +90,14 @@ def grade(
     on_progress: Callable[[str], None] | None = None,
     peaks: DevicePeaks | None = None,
     enforce_floor: bool | None = None,
+    isolate: bool = True,
+    memory_bytes: int | None = None,
 ) -> Report:
     """Grade `code` (the text of submission.py) on `problem` and return the report.
+
+    `isolate`: run the submission in the sandbox (bubblewrap, seccomp, a cgroup capping
+    host memory at `memory_bytes`); only trusted code may be graded without it. Raises
+    `sandbox.SandboxUnavailable` when the sandbox cannot be set up on this host.
 
     `peaks`: the device's measured ceilings (measured here when missing and timing is
     needed). `enforce_floor`: reject times under the physical floor; default on CUDA only,
@@ -120,6 +126,7 @@ def grade(
             problem, code, mode, info, secret_seed, limit, report, on_progress, peaks
         )
         grading.enforce_floor = info.kind == "cuda" if enforce_floor is None else enforce_floor
+        grading.isolate, grading.memory_bytes = isolate, memory_bytes
         grading.run(Path(root))
     report.wall_s = time.monotonic() - started
     return report
@@ -172,33 +179,17 @@ def import_reference(folder: Path, module_names: list[str]) -> ModuleType:
             sys.modules.update(saved)
 
 
-def runner_env(work: Path, lib: Path, kind: str) -> dict[str, str]:
-    """The runner's whole environment: an allow-list, nothing else from ours."""
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(work / "home"),
-        "TMPDIR": str(work / "tmp"),
-        "LANG": os.environ.get("LANG", "C.UTF-8"),
-        "PYTHONPATH": str(lib),
-        "PYTHONNOUSERSITE": "1",
-        "PYTHONDONTWRITEBYTECODE": "1",
-        # The submission's own prints reach the report even if the runner is killed.
-        "PYTHONUNBUFFERED": "1",
-        "TRITON_CACHE_DIR": str(work / "home" / ".triton"),
-        "TORCH_EXTENSIONS_DIR": str(work / "home" / "torch_extensions"),
-    }
-    for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME"):
-        if name in os.environ:
-            env[name] = os.environ[name]
-    if kind == "cpu":
-        env["TRITON_INTERPRET"] = "1"  # Triton kernels run on CPU tensors in the interpreter
-    return env
-
-
 class RunnerSession:
     """The runner child and the two pipes to it; every exchange is bounded by `deadline`."""
 
-    def __init__(self, work: Path, lib: Path, kind: str, deadline: float) -> None:
+    def __init__(
+        self,
+        work: Path,
+        lib: Path,
+        kind: str,
+        deadline: float,
+        isolation: sandbox.Isolation | None,
+    ) -> None:
         self.deadline = deadline
         to_runner_r, self._to_runner = os.pipe()
         self._from_runner, from_runner_w = os.pipe()
@@ -212,8 +203,9 @@ class RunnerSession:
             self.child = sandbox.start(
                 argv,
                 cwd=work,
-                env=runner_env(work, lib, kind),
+                env=runner_env(work, lib, kind, isolated=isolation is not None),
                 pass_fds=(to_runner_r, from_runner_w),
+                isolation=isolation,
             )
         finally:
             os.close(to_runner_r)
@@ -285,6 +277,8 @@ class _Grading:
         self.problem = problem
         self.peaks = peaks
         self.enforce_floor = False
+        self.isolate = True
+        self.memory_bytes: int | None = None
         self.code = code
         self.mode = mode
         self.kind = info.kind
@@ -301,7 +295,8 @@ class _Grading:
     def run(self, root: Path) -> None:
         work, trusted, lib = root / "run", root / "trusted", root / "lib"
         self._materialise(work, trusted, lib)
-        session = RunnerSession(work, lib, self.kind, self.deadline)
+        isolation = runner_isolation(work, self.kind, self.memory_bytes) if self.isolate else None
+        session = RunnerSession(work, lib, self.kind, self.deadline, isolation)
         try:
             with _device_env(self.kind):
                 self._load_reference(trusted)
@@ -312,6 +307,13 @@ class _Grading:
         finally:
             result = session.close()
             self.report.stdout, self.report.stderr = result.stdout, result.stderr
+        if result.oom_killed and self.report.status != "passed":
+            limit = (self.memory_bytes or DEFAULT_MEMORY_BYTES) / (1 << 30)
+            self.report.status = "error"
+            self.report.message = (
+                f"the submission ran out of host memory: its sandbox may use {limit:g} GiB\n"
+                + self.report.message
+            ).strip()
 
     def _timeout_message(self) -> str:
         return f"grading exceeded its time limit of {self.limit_s:g} s"

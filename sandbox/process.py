@@ -1,5 +1,6 @@
-"""Starting a child process in its own session with rlimits, capturing capped output,
-and killing its whole process group; `start` for talking to it, `run` for one-shot use."""
+"""Starting a child process in its own session with rlimits, optionally inside a bubblewrap
+sandbox with a seccomp filter and a cgroup, capturing capped output, and killing everything
+it started; `start` for talking to it, `run` for one-shot use."""
 
 from __future__ import annotations
 
@@ -7,13 +8,20 @@ import contextlib
 import ctypes
 import os
 import resource
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO
+
+from sandbox.bwrap import Isolation, SandboxUnavailable, identity_files
+from sandbox.cgroup import Cgroup, CgroupUnavailable
+from sandbox.seccomp import SeccompUnsupported, deny_list_program
 
 DEFAULT_CAP = 64 * 1024
 _READ_CHUNK = 64 * 1024
@@ -38,6 +46,9 @@ class ProcessResult:
     stderr: str
     timed_out: bool
     wall_s: float
+    # From the sandbox's cgroup, when there was one.
+    oom_killed: bool = False
+    peak_memory_bytes: int | None = None
 
 
 class _CappedReader:
@@ -79,7 +90,7 @@ class _CappedReader:
             self._stream.close()
 
 
-def _limit_setter(limits: Limits) -> Callable[[], None]:
+def _limit_setter(limits: Limits, cgroup: Cgroup | None = None) -> Callable[[], None]:
     pairs = [
         (resource.RLIMIT_CORE, limits.core_bytes),
         (resource.RLIMIT_NOFILE, limits.open_files),
@@ -100,6 +111,8 @@ def _limit_setter(limits: Limits) -> Callable[[], None]:
         # If whoever started it dies (a worker killed mid-grading), the child goes too,
         # rather than keep the GPU busy under the next grading.
         _die_with_parent()
+        if cgroup is not None:
+            cgroup.attach_self()
 
     return apply
 
@@ -113,19 +126,58 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def wrap_argv(argv: Sequence[str]) -> list[str]:
-    """The seam for isolation: bubblewrap will prefix its own argv here."""
-    return list(argv)
-
-
 def kill_tree(pid: int) -> None:
     """SIGKILL the process group led by `pid` (children started with `start` lead one)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
 
 
+class _Confinement:
+    """The host-side parts of one sandbox: identity files, the seccomp program's fd and the
+    cgroup. Made before the child starts, undone after it ends."""
+
+    def __init__(self, isolation: Isolation) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="kj-sandbox-"))
+        self.cgroup: Cgroup | None = None
+        self.seccomp_fd: int | None = None
+        try:
+            passwd, group = identity_files(self.folder)
+            if isolation.seccomp:
+                self.seccomp_fd = _program_fd(deny_list_program())
+            if isolation.cgroup is not None:
+                self.cgroup = Cgroup.create(isolation.cgroup)
+            self.argv = isolation.argv(self.seccomp_fd, passwd, group)
+        except (CgroupUnavailable, SeccompUnsupported) as exc:
+            self.close()
+            raise SandboxUnavailable(str(exc)) from exc
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def fds(self) -> tuple[int, ...]:
+        return () if self.seccomp_fd is None else (self.seccomp_fd,)
+
+    def close(self) -> None:
+        if self.seccomp_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.seccomp_fd)
+            self.seccomp_fd = None
+        if self.cgroup is not None:
+            self.cgroup.remove()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def _program_fd(program: bytes) -> int:
+    fd = os.memfd_create("kj-seccomp", 0)
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
 class Child:
-    """A running child in its own session; talk to it through the fds you passed."""
+    """A running child in its own session; talk to it through the fds you passed. With an
+    `isolation`, the command runs inside bubblewrap and a cgroup of its own."""
 
     def __init__(
         self,
@@ -137,20 +189,33 @@ class Child:
         stdout_cap: int = DEFAULT_CAP,
         stderr_cap: int = DEFAULT_CAP,
         limits: Limits | None = None,
+        isolation: Isolation | None = None,
     ) -> None:
         self.started = time.monotonic()
-        self._popen = subprocess.Popen(
-            wrap_argv(argv),
-            cwd=cwd,
-            env=dict(env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=tuple(pass_fds),
-            close_fds=True,
-            start_new_session=True,
-            preexec_fn=_limit_setter(limits or Limits()),
-        )
+        self._confinement = _Confinement(isolation) if isolation is not None else None
+        prefix: list[str] = []
+        extra_fds: tuple[int, ...] = ()
+        cgroup = None
+        if self._confinement is not None:
+            prefix, extra_fds = self._confinement.argv, self._confinement.fds
+            cgroup = self._confinement.cgroup
+        try:
+            self._popen = subprocess.Popen(
+                [*prefix, *argv],
+                cwd=cwd,
+                env=dict(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(*pass_fds, *extra_fds),
+                close_fds=True,
+                start_new_session=True,
+                preexec_fn=_limit_setter(limits or Limits(), cgroup),
+            )
+        except BaseException:
+            if self._confinement is not None:
+                self._confinement.close()
+            raise
         assert self._popen.stdout is not None and self._popen.stderr is not None
         self._out = _CappedReader(self._popen.stdout, stdout_cap)
         self._err = _CappedReader(self._popen.stderr, stderr_cap)
@@ -175,8 +240,11 @@ class Child:
         return code
 
     def kill_tree(self) -> None:
-        """Kill the child's whole process group and reap the child."""
+        """Kill the child's whole process group (and, in a sandbox, everything in its
+        cgroup, which holds the processes that left the group too) and reap the child."""
         kill_tree(self._popen.pid)
+        if self._confinement is not None and self._confinement.cgroup is not None:
+            self._confinement.cgroup.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._popen.wait(5)
         if self._ended is None:
@@ -189,12 +257,20 @@ class Child:
         self._out.close()
         self._err.close()
         ended = self._ended if self._ended is not None else time.monotonic()
+        oom_killed, peak = False, None
+        if self._confinement is not None:
+            if self._confinement.cgroup is not None:
+                usage = self._confinement.cgroup.usage()
+                oom_killed, peak = usage.oom_killed, usage.peak_memory_bytes
+            self._confinement.close()
         return ProcessResult(
             returncode=self._popen.returncode,
             stdout=stdout,
             stderr=stderr,
             timed_out=self.timed_out,
             wall_s=ended - self.started,
+            oom_killed=oom_killed,
+            peak_memory_bytes=peak,
         )
 
 
@@ -212,8 +288,9 @@ def run(
     stdout_cap: int = DEFAULT_CAP,
     stderr_cap: int = DEFAULT_CAP,
     limits: Limits | None = None,
+    isolation: Isolation | None = None,
 ) -> ProcessResult:
-    """Run `argv` to completion or until `timeout_s`, then kill its whole process group."""
+    """Run `argv` to completion or until `timeout_s`, then kill everything it started."""
     child = start(
         argv,
         cwd=cwd,
@@ -222,6 +299,7 @@ def run(
         stdout_cap=stdout_cap,
         stderr_cap=stderr_cap,
         limits=limits,
+        isolation=isolation,
     )
     if child.wait(timeout_s) is None:
         child.timed_out = True

@@ -1,0 +1,74 @@
+"""Where the runner runs: its environment (an allow-list) and, by default, the sandbox it is
+confined to. Inside, it sees the system's read-only libraries, Python with torch and Triton,
+the grader package, and a read-only copy of the grading's work folder (submission.py and
+the problem's files other than the reference); it writes only to private tmpfs folders."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import sandbox
+from sandbox.bwrap import SANDBOX_HOME, SANDBOX_USER, SYSTEM_PATHS
+
+GRADER_PACKAGE = Path(__file__).resolve().parent
+# Inside the sandbox.
+RUN_DIR = "/kj/run"
+LIB_DIR = "/kj/lib"
+# Extra read-only host paths a site needs inside (for example a CUDA toolkit under /opt).
+EXTRA_PATHS_ENV = "KJ_SANDBOX_RO_PATHS"
+DEFAULT_MEMORY_BYTES = 8 << 30
+
+
+def _python_paths() -> list[str]:
+    """The interpreter, its standard library and the site-packages torch and Triton live in."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    for module_name in ("torch", "triton", "yaml", "numpy"):
+        module = sys.modules.get(module_name)
+        origin = getattr(module, "__file__", None)
+        if origin:
+            paths.add(str(Path(origin).resolve().parent.parent))
+    return sorted(p for p in paths if not any(p.startswith(s + "/") for s in paths if s != p))
+
+
+def runner_isolation(work: Path, kind: str, memory_bytes: int | None = None) -> sandbox.Isolation:
+    extra = [p for p in os.environ.get(EXTRA_PATHS_ENV, "").split(":") if p]
+    return sandbox.Isolation(
+        cwd=RUN_DIR,
+        ro_paths=(*SYSTEM_PATHS, *_python_paths(), *extra),
+        ro_binds=((str(work), RUN_DIR), (str(GRADER_PACKAGE), f"{LIB_DIR}/grader")),
+        devices=sandbox.gpu_device_nodes() if kind == "cuda" else (),
+        cgroup=sandbox.CgroupLimits(memory_bytes=memory_bytes or DEFAULT_MEMORY_BYTES),
+    )
+
+
+def runner_env(work: Path, lib: Path, kind: str, isolated: bool) -> dict[str, str]:
+    """The runner's whole environment: an allow-list, nothing else from ours. `work` and
+    `lib` are host folders, used only when the runner is not isolated."""
+    home = SANDBOX_HOME if isolated else str(work / "home")
+    # The venv's bin folder holds ninja, which load_inline builds with.
+    path = os.pathsep.join(
+        [str(Path(sys.executable).parent), os.environ.get("PATH", "/usr/bin:/bin")]
+    )
+    env = {
+        "PATH": path,
+        "HOME": home,
+        "USER": SANDBOX_USER,
+        "LOGNAME": SANDBOX_USER,
+        "TMPDIR": "/tmp" if isolated else str(work / "tmp"),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "PYTHONPATH": LIB_DIR if isolated else str(lib),
+        "PYTHONNOUSERSITE": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        # The submission's own prints reach the report even if the runner is killed.
+        "PYTHONUNBUFFERED": "1",
+        "TRITON_CACHE_DIR": f"{home}/.triton/cache",
+        "TORCH_EXTENSIONS_DIR": f"{home}/.cache/torch_extensions",
+    }
+    for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    if kind == "cpu":
+        env["TRITON_INTERPRET"] = "1"  # Triton kernels run on CPU tensors in the interpreter
+    return env

@@ -1,0 +1,132 @@
+"""What a sandboxed process may see, and the bubblewrap command line that builds it: new
+user, pid, network, mount, ipc, uts and cgroup namespaces; an empty root holding only the
+read-only paths it is given (never `/` or `/etc` whole: a user namespace made by root maps
+the sandbox user back to root outside); private tmpfs folders; a fresh /proc; a minimal
+/dev plus the GPU nodes named; non-root, no capabilities, no new user namespaces."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sandbox.cgroup import CgroupLimits
+
+SANDBOX_UID = 65534
+SANDBOX_USER = "sandbox"
+SANDBOX_HOME = "/home/sandbox"
+# Read-only system paths every sandbox gets, where they exist. /etc contributes only the
+# dynamic linker's cache and the alternatives symlinks compilers are reached through.
+SYSTEM_PATHS = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/alternatives",
+    # CPU topology: torch's cpuinfo complains on stderr without it.
+    "/sys/devices/system/cpu",
+)
+# The device nodes CUDA needs; never nvidia-uvm-tools (profiling other processes) or
+# nvidia-caps / nvidia-modeset.
+GPU_CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm")
+
+
+class SandboxUnavailable(RuntimeError):
+    """bubblewrap (or a part of the isolation) cannot run on this host; says what to do."""
+
+
+def bwrap_path() -> str:
+    found = os.environ.get("KJ_BWRAP") or shutil.which("bwrap")
+    if not found:
+        raise SandboxUnavailable(
+            "bubblewrap is not installed: install the Debian/Ubuntu package `bubblewrap` "
+            "(or set KJ_BWRAP to its binary)"
+        )
+    return found
+
+
+def gpu_device_nodes() -> list[str]:
+    """The GPU device nodes on this host: /dev/nvidiaN plus the control nodes."""
+    numbered = sorted(
+        p for p in glob.glob("/dev/nvidia[0-9]*") if p[len("/dev/nvidia") :].isdigit()
+    )
+    if not numbered:
+        return []
+    return numbered + [p for p in GPU_CONTROL_NODES if os.path.exists(p)]
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """One sandbox's view of the system. Paths in `ro_paths` appear read-only at the same
+    place; `ro_binds` maps host paths to other places inside; `tmpfs` folders are private,
+    sized, and gone when the sandbox ends."""
+
+    cwd: str
+    ro_paths: Sequence[str] = SYSTEM_PATHS
+    ro_binds: Sequence[tuple[str, str]] = ()
+    tmpfs: Sequence[tuple[str, int]] = (("/tmp", 2 << 30), (SANDBOX_HOME, 2 << 30))
+    devices: Sequence[str] = ()
+    cgroup: CgroupLimits | None = field(default_factory=CgroupLimits)
+    seccomp: bool = True
+    hostname: str = "sandbox"
+
+    def argv(self, seccomp_fd: int | None, passwd_file: str, group_file: str) -> list[str]:
+        """bubblewrap's arguments up to and including `--`; the command follows."""
+        args = [
+            bwrap_path(),
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop", "ALL",
+            "--uid", str(SANDBOX_UID),
+            "--gid", str(SANDBOX_UID),
+            "--hostname", self.hostname,
+            "--proc", "/proc",
+            "--dev", "/dev",
+        ]  # fmt: skip
+        for path in self.ro_paths:
+            args += _expose(path)
+        args += ["--ro-bind", passwd_file, "/etc/passwd", "--ro-bind", group_file, "/etc/group"]
+        for size_path in self.tmpfs:
+            path, size = size_path
+            args += ["--size", str(size), "--tmpfs", path]
+        for source, target in self.ro_binds:
+            args += ["--ro-bind", source, target]
+        for node in self.devices:
+            args += ["--dev-bind", node, node]
+        args += ["--chdir", self.cwd]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
+        return [*args, "--"]
+
+
+def _expose(path: str) -> list[str]:
+    """Arguments that make host `path` appear read-only inside; a symlink (as /lib is on
+    merged-/usr systems) stays a symlink."""
+    if os.path.islink(path):
+        return ["--symlink", os.readlink(path), path]
+    if os.path.exists(path):
+        return ["--ro-bind", path, path]
+    return []
+
+
+def identity_files(folder: Path) -> tuple[str, str]:
+    """An /etc/passwd and /etc/group that know only the sandbox user (some libraries look
+    the user up); the host's own never enter the sandbox."""
+    passwd = folder / "passwd"
+    group = folder / "group"
+    passwd.write_text(
+        f"{SANDBOX_USER}:x:{SANDBOX_UID}:{SANDBOX_UID}:{SANDBOX_USER}:{SANDBOX_HOME}:/bin/sh\n"
+    )
+    group.write_text(f"{SANDBOX_USER}:x:{SANDBOX_UID}:\n")
+    return str(passwd), str(group)
