@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import sandbox
@@ -72,3 +73,34 @@ def runner_env(work: Path, lib: Path, kind: str, isolated: bool) -> dict[str, st
     if kind == "cpu":
         env["TRITON_INTERPRET"] = "1"  # Triton kernels run on CPU tensors in the interpreter
     return env
+
+
+CHECK_SCRIPT = """
+import torch
+x = torch.ones(1024, device="{device}")
+assert float(x.sum()) == 1024.0
+print("ok")
+"""
+
+
+def check_sandbox(kind: str, timeout_s: float = 120.0) -> str:
+    """Start one sandboxed Python that imports torch and uses the device, as a runner
+    would; return '' if it worked, else what went wrong (for a worker to refuse to start)."""
+    with tempfile.TemporaryDirectory(prefix="kj-check-") as root:
+        work = Path(root)
+        (work / "home").mkdir()
+        (work / "tmp").mkdir()
+        try:
+            result = sandbox.run(
+                [sys.executable, "-c", CHECK_SCRIPT.format(device=kind)],
+                cwd=work,
+                env=runner_env(work, work, kind, isolated=True),
+                timeout_s=timeout_s,
+                isolation=runner_isolation(work, kind),
+            )
+        except sandbox.SandboxUnavailable as exc:
+            return str(exc)
+    if result.stdout.strip() != "ok":
+        detail = (result.stderr or result.stdout).strip()[-2000:]
+        return f"a sandboxed test run failed (exit code {result.returncode}): {detail}"
+    return ""

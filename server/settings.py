@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     # has passed, to hand them out again.
     restore_interval_s: int = 10
     grading_timeout_s: float = 900.0
+    sandbox_memory_gib: float = Field(
+        default=8.0, gt=0, description="host memory a submission's sandbox may use"
+    )
     secret_seed: int | None = Field(
         default=None, description="mixed into leaderboard-mode case seeds; default: per problem"
     )

@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import socket
 from typing import Any
+
+from celery.exceptions import Reject
 
 from server.queue import RESULTS_QUEUE, celery_app
 
@@ -16,6 +19,7 @@ log = logging.getLogger(__name__)
 
 WORKER_DEVICE_ENV = "KJ_WORKER_DEVICE"
 WORKER_PEAKS_ENV = "KJ_WORKER_PEAKS"  # measured once when the worker starts
+WORKER_GPU_BASELINE_ENV = "KJ_WORKER_GPU_BASELINE"  # GPU memory in use when it started
 
 
 def worker_name() -> str:
@@ -28,9 +32,12 @@ def grade(submission_id: int, payload: dict[str, Any]) -> dict[str, Any]:
     from grader.calibrate import DevicePeaks
     from grader.harness import grade as grade_submission
     from grader.problem import problem_from_files
+    from server.settings import get_settings
 
-    record_started.apply_async((submission_id, worker_name()), queue=RESULTS_QUEUE)
     device = os.environ.get(WORKER_DEVICE_ENV, "cpu")
+    if device == "cuda":
+        _refuse_unclean_gpu(submission_id)
+    record_started.apply_async((submission_id, worker_name()), queue=RESULTS_QUEUE)
     measured = os.environ.get(WORKER_PEAKS_ENV)
     try:
         problem = problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
@@ -42,6 +49,7 @@ def grade(submission_id: int, payload: dict[str, Any]) -> dict[str, Any]:
             secret_seed=payload.get("secret_seed"),
             timeout_s=payload.get("timeout_s"),
             peaks=DevicePeaks.from_dict(json.loads(measured)) if measured else None,
+            memory_bytes=int(get_settings().sandbox_memory_gib * (1 << 30)),
         ).to_dict()
     except Exception as exc:  # a grader bug must still end the submission, not strand it
         log.exception("grading submission %s failed inside the grader", submission_id)
@@ -54,6 +62,27 @@ def grade(submission_id: int, payload: dict[str, Any]) -> dict[str, Any]:
             "cases": [],
         }
     return {"submission_id": submission_id, "worker": worker_name(), "report": report}
+
+
+def _refuse_unclean_gpu(submission_id: int) -> None:
+    """Grade only on a GPU as clean as at the worker's start. This process has not touched
+    CUDA yet (one grading per process), so what is in use belongs to someone else: most
+    likely a previous submission that outlived its grading. Put the job back for another
+    worker and take this one out of service."""
+    from grader.hygiene import GpuState, wait_until_clean
+
+    baseline = GpuState.baseline_from_env(os.environ.get(WORKER_GPU_BASELINE_ENV, ""))
+    problem = wait_until_clean(baseline) if baseline else ""
+    if not problem:
+        return
+    log.critical(
+        "this worker takes itself out of service: the GPU is not clean (%s); submission %s "
+        "goes back to the queue",
+        problem,
+        submission_id,
+    )
+    os.kill(os.getppid(), signal.SIGTERM)  # the worker's main process: a warm shutdown
+    raise Reject(f"GPU not clean: {problem}", requeue=True)
 
 
 @celery_app.task(name="kerneljudge.record_started")

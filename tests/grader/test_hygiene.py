@@ -1,0 +1,61 @@
+"""GPU hygiene: a worker sees a GPU that a previous grading left dirty (read through a
+stand-in nvidia-smi on PATH, printing what the real one prints for these queries)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from grader.hygiene import GpuState, gpu_state, wait_until_clean
+
+
+def _fake_smi(folder: Path, memory_mib: list[int], pids: list[int]) -> None:
+    script = folder / "nvidia-smi"
+    apps = "\\n".join(f"{pid}, 1024" for pid in pids)
+    memory = "\\n".join(str(m) for m in memory_mib)
+    script.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in\n'
+        f'  --query-gpu=memory.used) printf "{memory}\\n" ;;\n'
+        f'  --query-compute-apps=*) printf "{apps}" ;;\n'
+        "esac\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+
+
+@pytest.fixture
+def smi_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    return tmp_path
+
+
+def test_a_clean_gpu_passes(smi_dir: Path) -> None:
+    _fake_smi(smi_dir, [600], [])
+    assert gpu_state() == GpuState(memory_used_mib=(600,), compute_pids=())
+    assert wait_until_clean((500,), settle_s=0) == ""
+
+
+def test_a_process_left_on_the_gpu_is_named(smi_dir: Path) -> None:
+    _fake_smi(smi_dir, [600], [4242])
+    assert "compute processes still on the GPU (pids 4242)" in wait_until_clean((500,), 0)
+
+
+def test_memory_not_given_back_is_reported(smi_dir: Path) -> None:
+    _fake_smi(smi_dir, [500, 40_000], [])
+    problem = wait_until_clean((500, 500), settle_s=0)
+    assert problem == "GPU 1 holds 40000 MiB, against 500 MiB at start"
+
+
+def test_without_nvidia_smi_there_is_nothing_to_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert gpu_state() is None and wait_until_clean((500,), 0) == ""
+
+
+def test_the_baseline_travels_through_the_environment() -> None:
+    state = GpuState(memory_used_mib=(512, 0), compute_pids=())
+    assert GpuState.baseline_from_env(state.to_env()) == (512, 0)
