@@ -47,6 +47,7 @@ from grader.protocol import (
     widen,
 )
 from grader.report import CaseResult, Report
+from grader.screen import screen as screen_source
 from grader.timing import MAX_SAMPLES, enough_samples, geometric_mean, summarize
 
 MODES = ("test", "benchmark", "leaderboard")
@@ -92,9 +93,12 @@ def grade(
     enforce_floor: bool | None = None,
     isolate: bool = True,
     memory_bytes: int | None = None,
+    screen: bool = True,
 ) -> Report:
     """Grade `code` (the text of submission.py) on `problem` and return the report.
 
+    `screen`: screen the source statically first (rejecting what cannot be part of a
+    kernel, flagging what deserves review); off only to test the layers behind it.
     `isolate`: run the submission in the sandbox (bubblewrap, seccomp, a cgroup capping
     host memory at `memory_bytes`); only trusted code may be graded without it. Raises
     `sandbox.SandboxUnavailable` when the sandbox cannot be set up on this host.
@@ -127,7 +131,8 @@ def grade(
         )
         grading.enforce_floor = info.kind == "cuda" if enforce_floor is None else enforce_floor
         grading.isolate, grading.memory_bytes = isolate, memory_bytes
-        grading.run(Path(root))
+        if not screen or grading.screen():
+            grading.run(Path(root))
     report.wall_s = time.monotonic() - started
     return report
 
@@ -291,6 +296,18 @@ class _Grading:
         self.reference: ModuleType | None = None
 
     # -- setting up -------------------------------------------------------------------
+
+    def screen(self) -> bool:
+        """Static screening; False (and the report says why) if the code is rejected."""
+        found = screen_source(self.code)
+        self.report.flags += [f"screening: {flag}" for flag in found.flags]
+        if not found.rejections:
+            return True
+        self.report.status = "rejected"
+        self.report.message = _cap(
+            "static screening rejected this submission:\n" + "\n".join(found.rejections)
+        )
+        return False
 
     def run(self, root: Path) -> None:
         work, trusted, lib = root / "run", root / "trusted", root / "lib"

@@ -106,7 +106,10 @@ def _fast_claim(self, fn, data, *args):
 grader.timing.Timer.one_call = _fast_claim
 """
     )
-    report = grade(small(with_cases, vectoradd), fast_claims, mode="benchmark")
+    screened = grade(small(with_cases, vectoradd), fast_claims, mode="benchmark")
+    assert screened.status == "rejected" and "grader" in screened.message
+    # Behind the screening (which code built from strings would slip past), the clock:
+    report = grade(small(with_cases, vectoradd), fast_claims, mode="benchmark", screen=False)
     assert report.status == "passed"  # the claim is plausible on its own...
     assert any("grader's own clock" in flag for flag in report.flags)  # ...but not to us
     honest = grade(small(with_cases, vectoradd), ADD, mode="benchmark")
