@@ -22,14 +22,23 @@ EXTRA_PATHS_ENV = "KJ_SANDBOX_RO_PATHS"
 DEFAULT_MEMORY_BYTES = 8 << 30
 
 
-def _python_paths() -> list[str]:
-    """The interpreter, its standard library and the site-packages torch and Triton live in."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix}
-    for module_name in ("torch", "triton", "yaml", "numpy"):
-        module = sys.modules.get(module_name)
-        origin = getattr(module, "__file__", None)
+RUNNER_MODULES = ("torch", "triton", "yaml", "numpy")
+
+
+def _site_dirs() -> list[str]:
+    """The folders the modules a runner needs were imported from (their site-packages)."""
+    found = []
+    for module_name in RUNNER_MODULES:
+        origin = getattr(sys.modules.get(module_name), "__file__", None)
         if origin:
-            paths.add(str(Path(origin).resolve().parent.parent))
+            found.append(str(Path(origin).resolve().parent.parent))
+    return list(dict.fromkeys(found))
+
+
+def _python_paths() -> list[str]:
+    """The interpreter, its standard library and the site-packages of the runner's modules,
+    without folders already inside another."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, *_site_dirs()}
     return sorted(p for p in paths if not any(p.startswith(s + "/") for s in paths if s != p))
 
 
@@ -59,7 +68,8 @@ def runner_env(work: Path, lib: Path, kind: str, isolated: bool) -> dict[str, st
         "LOGNAME": SANDBOX_USER,
         "TMPDIR": "/tmp" if isolated else str(work / "tmp"),
         "LANG": os.environ.get("LANG", "C.UTF-8"),
-        "PYTHONPATH": LIB_DIR if isolated else str(lib),
+        # The runner's modules may come from a folder outside the interpreter's own paths.
+        "PYTHONPATH": os.pathsep.join([LIB_DIR if isolated else str(lib), *_site_dirs()]),
         "PYTHONNOUSERSITE": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
         # The submission's own prints reach the report even if the runner is killed.

@@ -94,12 +94,12 @@ class Isolation:
             "--proc", "/proc",
             "--dev", "/dev",
         ]  # fmt: skip
+        # tmpfs first: a read-only path below /tmp (a site-packages folder, say) stays visible.
+        for path, size in self.tmpfs:
+            args += ["--size", str(size), "--tmpfs", path]
         for path in self.ro_paths:
             args += _expose(path)
         args += ["--ro-bind", passwd_file, "/etc/passwd", "--ro-bind", group_file, "/etc/group"]
-        for size_path in self.tmpfs:
-            path, size = size_path
-            args += ["--size", str(size), "--tmpfs", path]
         for source, target in self.ro_binds:
             args += ["--ro-bind", source, target]
         for node in self.devices:

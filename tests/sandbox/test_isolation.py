@@ -272,3 +272,13 @@ def test_a_missing_bubblewrap_is_a_clear_error(
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(sandbox.SandboxUnavailable, match="bubblewrap is not installed"):
         _python("print(1)", tmp_path)
+
+
+def test_a_read_only_folder_below_tmp_stays_visible(tmp_path: Path) -> None:
+    """Packages installed under /tmp (as on a host that carries its own wheels) still load."""
+    (tmp_path / "shown.txt").write_text("visible")
+    isolation = _isolation(ro_paths=(*SYSTEM_PATHS, *PYTHON_PATHS, str(tmp_path)))
+    result = _python(
+        f"print(open({str(tmp_path / 'shown.txt')!r}).read())", tmp_path, isolation=isolation
+    )
+    assert result.stdout.strip() == "visible", result.stderr
