@@ -45,7 +45,7 @@ class SandboxUnavailable(RuntimeError):
 
 def bwrap_path() -> str:
     found = os.environ.get("KJ_BWRAP") or shutil.which("bwrap")
-    if not found:
+    if not found or not os.access(found, os.X_OK):
         raise SandboxUnavailable(
             "bubblewrap is not installed: install the Debian/Ubuntu package `bubblewrap` "
             "(or set KJ_BWRAP to its binary)"

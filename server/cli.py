@@ -74,8 +74,11 @@ def worker(
         calibration = calibrate_local_device()
         device, peaks = calibration["device"], calibration["peaks"]
         names = names or [device["device_type"]]
+        refuse_without_sandbox(device["kind"])
         os.environ[WORKER_DEVICE_ENV] = device["kind"]
         os.environ[WORKER_PEAKS_ENV] = json.dumps(peaks)
+        if device["kind"] == "cuda":
+            record_gpu_baseline()
         err.print(
             f"grading on [bold]{device['name']}[/] ({device['kind']}); queues: "
             f"{', '.join(names)}; measured copy bandwidth {peaks['copy_bytes_per_s'] / 1e9:.0f} "
@@ -86,6 +89,34 @@ def worker(
     if RESULTS_QUEUE in names:
         prepare_database()
     celery_app.worker_main(worker_argv(names, grading=bool(grading), concurrency=concurrency))
+
+
+def refuse_without_sandbox(kind: str) -> None:
+    """A grading worker runs submissions only in the sandbox: test it once, or stop."""
+    from grader.confine import check_sandbox
+
+    problem = check_sandbox(kind)
+    if problem:
+        err.print(
+            "[red]error:[/] this worker cannot isolate submissions, so it will not grade: "
+            f"{problem}\n(see docs/security.md for what the sandbox needs)"
+        )
+        raise typer.Exit(1)
+
+
+def record_gpu_baseline() -> None:
+    """The GPU memory in use now, before any grading: every grading must leave it so."""
+    from grader.hygiene import gpu_state, unclean
+    from server.submissions.tasks import WORKER_GPU_BASELINE_ENV
+
+    state = gpu_state()
+    if state is None:
+        err.print("[yellow]warning:[/] nvidia-smi is missing: GPU hygiene is not checked")
+        return
+    if state.compute_pids:
+        err.print(f"[red]error:[/] the GPU is in use already: {unclean((), state)}")
+        raise typer.Exit(1)
+    os.environ[WORKER_GPU_BASELINE_ENV] = state.to_env()
 
 
 @app.command()
@@ -140,11 +171,16 @@ def grade(
         str | None, typer.Option(help="cpu or cuda; default: cuda if present")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print one JSON report only")] = False,
+    no_sandbox: Annotated[
+        bool,
+        typer.Option("--no-sandbox", help="run the submission unisolated: trusted code only"),
+    ] = False,
 ) -> None:
-    """Grade a submission locally, through the same harness a worker uses. Exits 0 only if
-    it passed."""
+    """Grade a submission locally, through the same harness and sandbox a worker uses.
+    Exits 0 only if it passed."""
     from grader.harness import grade as grade_submission
     from grader.problem import ProblemError, load_problem
+    from sandbox import SandboxUnavailable
 
     try:
         loaded = load_problem(problem)
@@ -154,10 +190,18 @@ def grade(
         raise typer.Exit(2) from exc
     if device is None:
         device = local_device()[0]
+    if no_sandbox:
+        err.print(
+            "[yellow]warning:[/] --no-sandbox: the submission runs with your user's rights, "
+            "files and network; grade only code you trust this way"
+        )
     try:
-        report = grade_submission(loaded, code, mode=mode, device=device)
+        report = grade_submission(loaded, code, mode=mode, device=device, isolate=not no_sandbox)
     except ValueError as exc:
         err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    except SandboxUnavailable as exc:
+        err.print(f"[red]error:[/] cannot sandbox the submission: {exc}")
         raise typer.Exit(2) from exc
     result = report.to_dict()
     if as_json:

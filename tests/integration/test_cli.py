@@ -83,3 +83,30 @@ def test_user_add_and_problem_add(tmp_path: Path) -> None:
     (broken / "task.yml").write_text("files:\n  - {name: reference.py, source: ../nowhere.py}\n")
     refused = run("problem", "add", str(broken), env=env)
     assert refused.returncode == 1 and "nowhere.py" in refused.stderr
+
+
+def test_grade_runs_the_submission_in_the_sandbox_unless_told_not_to(tmp_path: Path) -> None:
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("CANARY-7f3a")
+    prying = tmp_path / "prying.py"
+    prying.write_text(
+        "import os, torch\n"
+        f"print('secret visible:', os.path.exists({str(secret)!r}))\n"
+        "def custom_kernel(data):\n    a, b, out = data\n    return torch.add(a, b, out=out)\n"
+    )
+    boxed = run("grade", "vectoradd", str(prying), "--device", "cpu", "--json")
+    assert boxed.returncode == 0, boxed.stderr
+    assert "secret visible: False" in json.loads(boxed.stdout)["stdout"]
+    assert "warning" not in boxed.stderr
+
+    bare = run("grade", "vectoradd", str(prying), "--device", "cpu", "--json", "--no-sandbox")
+    assert "secret visible: True" in json.loads(bare.stdout)["stdout"]
+    assert "warning: --no-sandbox" in bare.stderr
+
+
+def test_grade_without_bubblewrap_says_what_to_install(tmp_path: Path) -> None:
+    env = service_env(tmp_path)
+    env["KJ_BWRAP"] = str(tmp_path / "no-bwrap-here")
+    done = run("grade", "vectoradd", str(SOLUTIONS / "pytorch.py"), "--device", "cpu", env=env)
+    assert done.returncode == 2
+    assert "bubblewrap is not installed" in done.stderr
