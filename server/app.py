@@ -9,7 +9,6 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.errors import KernelJudgeError, NotAuthenticated
@@ -22,7 +21,7 @@ from server.web.accounts import router as accounts_router
 from server.web.admin import router as admin_router
 from server.web.page import STATIC
 from server.web.pages import router as pages_router
-from server.web.sessions import SESSION_COOKIE, SESSION_MAX_AGE_S, secret_key
+from server.web.sessions import SESSION_COOKIE, SESSION_MAX_AGE_S, PageSessions, secret_key
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +124,7 @@ def create_app() -> FastAPI:
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     # Signed, not encrypted: the cookie holds only the user's id and the CSRF token.
     app.add_middleware(
-        SessionMiddleware,
+        PageSessions,
         secret_key=secret_key(settings),
         session_cookie=SESSION_COOKIE,
         max_age=SESSION_MAX_AGE_S,

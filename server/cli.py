@@ -240,22 +240,52 @@ def print_report(report: dict) -> None:
 def user_add(
     name: Annotated[str, typer.Argument(help="the user's name")],
     admin: Annotated[bool, typer.Option("--admin", help="make the user an admin")] = False,
+    password_stdin: Annotated[
+        bool,
+        typer.Option("--password-stdin", help="read a password for the web pages from stdin"),
+    ] = False,
 ) -> None:
     """Create a user; the last line printed is a new API token (shown only once)."""
     from server.db import session_scope
     from server.errors import KernelJudgeError
     from server.users.service import create_user, issue_token
 
+    password = read_password() if password_stdin else None
     prepare_database()
     try:
         with session_scope() as session:
-            user = create_user(session, name, is_admin=admin)
+            user = create_user(session, name, is_admin=admin, password=password)
             token = issue_token(session, user, label="created by 'kerneljudge user add'")
     except KernelJudgeError as exc:
         err.print(f"[red]error:[/] {exc.detail}")
         raise typer.Exit(1) from exc
     err.print(f"created {'admin ' if admin else ''}user {name!r}; API token:")
     typer.echo(token)
+
+
+def read_password() -> str:
+    """One line from stdin, or a hidden prompt when stdin is a terminal."""
+    if sys.stdin.isatty():
+        return str(typer.prompt("password", hide_input=True, confirmation_prompt=True))
+    return sys.stdin.readline().rstrip("\r\n")
+
+
+@user_app.command("password")
+def user_password(name: Annotated[str, typer.Argument(help="the user's name")]) -> None:
+    """Set a user's password for the web pages (read from stdin, or prompted for)."""
+    from server.db import session_scope
+    from server.errors import KernelJudgeError
+    from server.users.service import get_user, set_password
+
+    password = read_password()
+    prepare_database()
+    try:
+        with session_scope() as session:
+            set_password(get_user(session, name), password)
+    except KernelJudgeError as exc:
+        err.print(f"[red]error:[/] {exc.detail}")
+        raise typer.Exit(1) from exc
+    err.print(f"password of {name!r} set")
 
 
 @problem_app.command("add")

@@ -24,7 +24,9 @@ def get_session() -> Iterator[Session]:
         yield session
 
 
-SessionDep = Annotated[Session, Depends(get_session)]
+# Committed before the response is sent: a client acting on the response (following a
+# redirect after signing in, using a token it was just shown) must find the rows written.
+SessionDep = Annotated[Session, Depends(get_session, scope="function")]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 Credentials = Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
 

@@ -59,7 +59,7 @@ async def signup(request: Request, page: PageDep) -> HTMLResponse | RedirectResp
             "signup.html", status_code=422, values={"name": name}, errors=errors, next=next_path
         )
     sign_in(request, user.id)
-    return RedirectResponse(next_path, status_code=303)
+    return page.redirect(next_path)
 
 
 @router.get("/login", response_class=HTMLResponse)
@@ -88,20 +88,20 @@ async def login(request: Request, page: PageDep) -> HTMLResponse | RedirectRespo
             next=next_path,
         )
     sign_in(request, user.id)
-    return RedirectResponse(next_path, status_code=303)
+    return page.redirect(next_path)
 
 
 @router.post("/logout")
 async def logout(request: Request, page: PageDep) -> RedirectResponse:
     await read_form(request, page.settings)
     sign_out(request)
-    return RedirectResponse("/", status_code=303)
+    return page.redirect("/")
 
 
 @router.get("/account")
 def account(page: SignedInPage) -> RedirectResponse:
     assert page.viewer is not None
-    return RedirectResponse(f"/users/{quote(page.viewer.name)}", status_code=303)
+    return page.redirect(f"/users/{quote(page.viewer.name)}")
 
 
 def render_user(page: Page, name: str, new_token: str | None = None) -> HTMLResponse:
@@ -139,4 +139,4 @@ async def revoke_token(token_id: int, request: Request, page: SignedInPage) -> R
     assert page.viewer is not None
     await read_form(request, page.settings)
     users.revoke_token(page.session, page.viewer, token_id)
-    return RedirectResponse(f"/users/{quote(page.viewer.name)}#tokens", status_code=303)
+    return page.redirect(f"/users/{quote(page.viewer.name)}#tokens")

@@ -21,7 +21,7 @@ router = APIRouter(prefix="/admin", include_in_schema=False)
 
 @router.get("")
 def admin_home(page: AdminPage) -> RedirectResponse:
-    return RedirectResponse("/admin/problems", status_code=303)
+    return page.redirect("/admin/problems")
 
 
 def render_problems(
@@ -79,7 +79,7 @@ async def update_problem(
         )
     except BadRequest as exc:
         return render_problems(page, errors={name: exc.detail}, status_code=422)
-    return RedirectResponse("/admin/problems", status_code=303)
+    return page.redirect("/admin/problems")
 
 
 def parse_deadline(text: str) -> datetime | None:
@@ -112,7 +112,7 @@ async def moderate_submission(
     if action == "rerun":
         page.session.commit()  # before a worker can hear of it
         submissions.enqueue(submission, page.settings)
-    return RedirectResponse(f"/admin/submissions#s{submission_id}", status_code=303)
+    return page.redirect(f"/admin/submissions#s{submission_id}")
 
 
 @router.get("/users", response_class=HTMLResponse)
@@ -125,4 +125,4 @@ async def moderate_user(user_id: int, request: Request, page: AdminPage) -> Redi
     assert page.viewer is not None
     form = await read_form(request, page.settings)
     users.moderate_user(page.session, page.viewer, user_id, str(form.get("action") or ""))
-    return RedirectResponse(f"/admin/users#u{user_id}", status_code=303)
+    return page.redirect(f"/admin/users#u{user_id}")

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from markdown_it import MarkdownIt
 from markupsafe import Markup
@@ -37,9 +37,9 @@ def render_markdown(text: str) -> Markup:
 UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6))
 
 
-def duration(seconds: float | None) -> str:
-    """A time for people: 20.3 µs, 1.25 ms, 2.00 s."""
-    if seconds is None or not math.isfinite(seconds):
+def duration(seconds: object) -> str:
+    """A time for people: 20.3 µs, 1.25 ms, 2.00 s; a dash when there is none."""
+    if not isinstance(seconds, int | float) or not math.isfinite(seconds):
         return "—"
     unit, scale = next(
         ((unit, scale) for unit, scale in UNITS if abs(seconds) >= scale), ("ns", 1e-9)
@@ -48,8 +48,8 @@ def duration(seconds: float | None) -> str:
     return f"{value:.0f} {unit}" if value >= 1000 else f"{value:.3g} {unit}"
 
 
-def percent(fraction: float | None, digits: int = 0) -> str:
-    if fraction is None or not math.isfinite(fraction):
+def percent(fraction: object, digits: int = 0) -> str:
+    if not isinstance(fraction, int | float) or not math.isfinite(fraction):
         return "—"
     return f"{fraction * 100:.{digits}f}%"
 
@@ -88,6 +88,10 @@ class Page:
             },
             status_code=status_code,
         )
+
+    def redirect(self, url: str) -> RedirectResponse:
+        """After a form: "see other", so reloading the next page does not post again."""
+        return RedirectResponse(url, status_code=303)
 
 
 def session_user(request: Request, session: SessionDep) -> User | None:

@@ -186,7 +186,7 @@ async def submit(request: Request, page: SignedInPage) -> HTMLResponse | Redirec
         return render_submit(page, values, errors, status_code=422)
     page.session.commit()  # before a worker can hear of it
     submissions.enqueue(submission, page.settings)
-    return RedirectResponse(f"/submissions/{submission.id}", status_code=303)
+    return page.redirect(f"/submissions/{submission.id}")
 
 
 def submission_context(page: Page, submission: Submission) -> dict[str, Any]:

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 from fastapi import Request
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server.errors import BadRequest, Forbidden
 from server.settings import Settings
@@ -17,6 +20,23 @@ SECRET_KEY_FILE = "secret_key"
 SESSION_COOKIE = "kj_session"
 SESSION_MAX_AGE_S = 14 * 24 * 3600
 CSRF_FIELD = "csrf_token"
+# Paths that never use the session: the REST API authenticates by token, and static files
+# answered late would otherwise send back an older cookie over a fresher one (a log-in lost).
+SESSIONLESS_PREFIXES = ("/api/", "/static/", "/healthz", "/docs", "/openapi.json")
+
+
+class PageSessions:
+    """Starlette's signed-cookie sessions, for the pages only."""
+
+    def __init__(self, app: ASGIApp, **options: Any) -> None:
+        self.app = app
+        self.with_sessions = SessionMiddleware(app, **options)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not scope["path"].startswith(SESSIONLESS_PREFIXES):
+            await self.with_sessions(scope, receive, send)
+        else:
+            await self.app(scope, receive, send)
 
 
 class InsecureSettings(RuntimeError):

@@ -1,0 +1,57 @@
+"""Browser tests: one real service for the whole session, a fresh browser context per test.
+Without chromium or Playwright the tests skip, and with CI=true they fail instead."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.services import IN_CI
+
+
+def require_browser() -> None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError as exc:
+        message = f"Playwright is not installed: {exc}"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+    from tests.browser.site import chromium_path
+
+    if chromium_path() is None:
+        message = "chromium is not installed (apt-get install chromium)"
+        if IN_CI:
+            pytest.fail(message)
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    require_browser()
+    from tests.browser.site import running_site
+
+    with running_site(tmp_path_factory.mktemp("browser") / "var") as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[object]:
+    require_browser()
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.site import launch
+
+    with sync_playwright() as playwright:
+        chromium = launch(playwright)
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, site) -> Iterator[object]:  # type: ignore[no-untyped-def]
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(15_000)
+    yield context.new_page()
+    context.close()

@@ -1,0 +1,128 @@
+"""A real KernelJudge for browser tests and screenshots: ``kerneljudge serve`` with SQLite and
+the embedded broker (so its own worker grades), driven by Debian's chromium through Playwright."""
+
+from __future__ import annotations
+
+import io
+import re
+import shutil
+import subprocess
+import tarfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from playwright.sync_api import Browser, Page, Playwright, expect
+
+from tests.integration.processes import REPO_ROOT, kerneljudge, service_env, serving
+
+PROBLEMS_DIR = REPO_ROOT / "problems"
+VECTORADD = PROBLEMS_DIR / "vectoradd" / "solutions"
+ADMIN_NAME = "organizer"
+ADMIN_PASSWORD = "organizer-password"
+# Root runs chromium without its own sandbox; /dev/shm is small in containers.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"]
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def launch(playwright: Playwright) -> Browser:
+    path = chromium_path()
+    assert path is not None, "chromium is not installed"
+    return playwright.chromium.launch(executable_path=path, headless=True, args=CHROMIUM_ARGS)
+
+
+@dataclass
+class Site:
+    base: str
+    env: dict[str, str]
+    log: Path
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+
+def add_user_with_password(env: dict[str, str], name: str, password: str, *, admin: bool) -> str:
+    """A user made by the command line, as an organizer makes the first admin; returns its
+    API token."""
+    args = ["user", "add", name, "--password-stdin"] + (["--admin"] if admin else [])
+    done = subprocess.run(
+        kerneljudge(*args),
+        env=env,
+        cwd=REPO_ROOT,
+        input=password + "\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+@contextmanager
+def running_site(data_dir: Path) -> Iterator[Site]:
+    env = service_env(data_dir)
+    add_user_with_password(env, ADMIN_NAME, ADMIN_PASSWORD, admin=True)
+    log = data_dir / "serve.log"
+    with serving(env, log) as base:
+        yield Site(base, env, log)
+
+
+def sign_up(page: Page, site: Site, name: str, password: str) -> None:
+    page.goto(site.url("/signup"))
+    page.get_by_label("User name").fill(name)
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_label("Password again").fill(password)
+    page.get_by_role("button", name="Sign up").click()
+    expect(page.locator(".account .who")).to_have_text(name)
+
+
+def log_in(page: Page, site: Site, name: str, password: str) -> None:
+    page.goto(site.url("/login"))
+    page.get_by_label("User name").fill(name)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.locator(".account .who")).to_have_text(name)
+
+
+def log_out(page: Page) -> None:
+    page.get_by_role("button", name="Log out").click()
+    expect(page.get_by_role("banner").get_by_role("link", name="Log in")).to_be_visible()
+
+
+def submit_by_form(
+    page: Page, site: Site, problem: str, mode: str, *, code: str = "", file: Path | None = None
+) -> int:
+    """Submit through the form; returns the new submission's id from the page it lands on."""
+    page.goto(site.url(f"/submit?problem={problem}"))
+    page.locator(f"label[for=mode-{mode}]").click()
+    if file is not None:
+        page.get_by_label("Upload a file").set_input_files(file)
+    else:
+        page.get_by_label("…or paste the code").fill(code)
+    page.get_by_role("button", name="Submit", exact=True).click()
+    page.wait_for_url(re.compile(r"/submissions/\d+$"))
+    return int(page.url.rsplit("/", 1)[1])
+
+
+def wait_for_verdict(page: Page, status: str, timeout_s: float = 180) -> None:
+    expect(page.locator("#result [data-status]")).to_have_attribute(
+        "data-status", status, timeout=timeout_s * 1000
+    )
+
+
+def renamed_problem_archive(source: str, name: str) -> bytes:
+    """A .tar.gz of a built-in problem folder under a new name, with the shared files its
+    task.yml names by ``../``, as an organizer would pack it."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for shared in ("utils.py", "eval.py"):
+            if (PROBLEMS_DIR / shared).exists():
+                archive.add(PROBLEMS_DIR / shared, arcname=f"pack/{shared}")
+        for path in sorted((PROBLEMS_DIR / source).iterdir()):
+            if path.is_file():
+                archive.add(path, arcname=f"pack/{name}/{path.name}")
+    return buffer.getvalue()

@@ -1,0 +1,75 @@
+"""A competitor's whole visit in a real browser: sign up, submit by form, watch the grading
+live, find the leaderboard row, use an API token with the REST API, log out."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from tests.browser.site import VECTORADD, Site, log_out, sign_up, submit_by_form, wait_for_verdict
+
+
+def test_sign_up_submit_watch_rank_token_and_log_out(page: Page, site: Site) -> None:
+    sign_up(page, site, "ada", "ada-password")
+
+    # A form error lands next to its field, and nothing is queued.
+    page.goto(site.url("/submit?problem=vectoradd"))
+    page.get_by_role("button", name="Submit", exact=True).click()
+    expect(page.locator("#code-error")).to_contain_text("the code is empty")
+    expect(page.get_by_label("…or paste the code")).to_have_attribute("aria-invalid", "true")
+
+    # Test mode by pasting the code; the status changes without the page reloading.
+    submission_id = submit_by_form(
+        page, site, "vectoradd", "test", code=(VECTORADD / "pytorch.py").read_text()
+    )
+    navigations: list[str] = []
+    page.on("framenavigated", lambda frame: navigations.append(frame.url))
+    expect(page.locator("#result .badge")).to_have_text(re.compile("queued|running|passed"))
+    wait_for_verdict(page, "passed")
+    assert navigations == [], f"the page reloaded: {navigations}"
+    cases = page.locator(".cases-table tbody tr")
+    expect(cases).to_have_count(5)
+    expect(cases.first).to_contain_text("passed")
+    expect(page.locator("pre.code").last).to_contain_text("def custom_kernel")
+
+    # Leaderboard mode by uploading the file; its row appears on the leaderboard.
+    ranked_id = submit_by_form(
+        page, site, "vectoradd", "leaderboard", file=VECTORADD / "pytorch.py"
+    )
+    wait_for_verdict(page, "passed")
+    expect(page.locator(".score .value").first).to_contain_text("s")
+    page.goto(site.url("/leaderboards/vectoradd?gpu=cpu"))
+    row = page.locator(".leaderboard tbody tr", has_text="ada")
+    expect(row).to_have_count(1)
+    expect(row.locator(f"a[href='/submissions/{ranked_id}']")).to_be_visible()
+    expect(page.locator(".chart svg circle")).not_to_have_count(0)
+
+    # An API token: shown once, works with the REST API, and stops working when revoked.
+    page.get_by_role("link", name="ada").first.click()
+    page.get_by_placeholder("Label, e.g. laptop").fill("laptop")
+    page.get_by_role("button", name="Create token").click()
+    token = page.locator("#new-token").inner_text().strip()
+    assert token.startswith("kj_")
+    api = httpx.get(
+        site.url(f"/api/v1/submissions/{submission_id}"),
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+    assert api.status_code == 200, api.text
+    assert api.json()["user"] == "ada" and api.json()["status"] == "passed"
+    page.goto(site.url("/users/ada"))
+    expect(page.locator("#new-token")).to_have_count(0)
+    page.get_by_role("button", name="Revoke token").first.click()
+    expect(page.locator("tr.revoked")).to_have_count(1)
+    refused = httpx.get(
+        site.url(f"/api/v1/submissions/{submission_id}"),
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
+    assert refused.status_code == 401
+
+    log_out(page)
+    page.goto(site.url("/submit"))
+    expect(page).to_have_url(site.url("/login?next=/submit"))

@@ -1,0 +1,60 @@
+"""Organizers and privacy in a real browser: an admin adds a problem by uploading an archive;
+another competitor cannot read someone's code before the deadline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from playwright.sync_api import Page, expect
+
+from tests.browser.site import (
+    ADMIN_NAME,
+    ADMIN_PASSWORD,
+    VECTORADD,
+    Site,
+    add_user_with_password,
+    log_in,
+    renamed_problem_archive,
+    sign_up,
+)
+
+
+def test_admin_adds_a_problem_by_upload(page: Page, site: Site, tmp_path: Path) -> None:
+    archive = tmp_path / "doubled.tar.gz"
+    archive.write_bytes(renamed_problem_archive("vectoradd", "vectoradd_doubled"))
+    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    page.get_by_role("link", name="Admin").click()
+    page.get_by_label("Archive").set_input_files(archive)
+    page.get_by_role("button", name="Upload").click()
+    expect(page.locator(".alert.success")).to_contain_text("vectoradd_doubled added")
+
+    page.goto(site.url("/"))
+    page.get_by_role("link", name="vectoradd_doubled").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("vectoradd_doubled")
+    expect(page.locator(".prose")).to_contain_text("float16 vector addition")
+    listed = httpx.get(site.url("/api/v1/problems"), timeout=10).json()
+    assert "vectoradd_doubled" in {problem["name"] for problem in listed}
+
+
+def test_competitors_cannot_read_each_others_code(page: Page, site: Site) -> None:
+    token = add_user_with_password(site.env, "bea", "bea-password", admin=False)
+    code = (VECTORADD / "pytorch.py").read_text() + "\n# bea's secret trick\n"
+    response = httpx.post(
+        site.url("/api/v1/submissions"),
+        json={"problem": "vectoradd", "code": code, "mode": "test"},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert response.status_code == 202, response.text
+    submission_id = response.json()["id"]
+
+    sign_up(page, site, "cyd", "cyd-password")
+    page.goto(site.url(f"/submissions/{submission_id}"))
+    expect(page.locator("#code-hidden")).to_be_visible()
+    assert "secret trick" not in page.content()
+    # Nor through the REST API.
+    page.goto(site.url("/"))
+    log_in(page, site, "bea", "bea-password")
+    page.goto(site.url(f"/submissions/{submission_id}"))
+    expect(page.locator("pre.code").last).to_contain_text("secret trick")
