@@ -1,0 +1,19 @@
+# threat: 12
+# expect: passed, rejected
+# max_speedup: 5
+# defence: the harness's own clock cross-checks claims; a forged time must not set the score
+"""Slows its process's clock (time.perf_counter_ns, reached by computed names) a thousandfold,
+so every duration the runner measures comes out tiny; computes the right answer."""
+
+import base64
+
+_clock = __import__(base64.b64decode("dGltZQ==").decode())
+_name = "perf_counter" + "_ns"
+_real = getattr(_clock, _name)
+setattr(_clock, _name, lambda: _real() // 1000)
+
+
+def custom_kernel(data):
+    A, B, out = data
+    out[...] = A + B
+    return out

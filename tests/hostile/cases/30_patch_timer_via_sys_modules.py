@@ -1,0 +1,26 @@
+# threat: 12
+# expect: passed, rejected
+# max_speedup: 5
+# defence: the harness's own clock cross-checks claims; a forged time must not set the score
+"""Reaches the runner's timing module through sys.modules (by a decoded name) and patches the
+class, so every per-call time it reports is a thousandth of the real one."""
+
+import base64
+import sys
+
+_timing = sys.modules.get(base64.b64decode("Z3JhZGVyLnRpbWluZw==").decode())
+if _timing is not None:
+    _cls = getattr(_timing, "Ti" + "mer")
+    _real = _cls.one_call
+
+    def _fast(self, fn, data, *args, **kwargs):
+        seconds, output = _real(self, fn, data, *args, **kwargs)
+        return seconds / 1000, output
+
+    setattr(_cls, "one_" + "call", _fast)
+
+
+def custom_kernel(data):
+    A, B, out = data
+    out[...] = A + B
+    return out

@@ -1,0 +1,20 @@
+# threat: 23
+# expect: passed
+# defence: the runner is killed at the end of the grading whatever its threads do
+"""Starts a non-daemon thread that spins forever, so the runner never exits by itself."""
+
+import threading
+
+
+def _spin():
+    while True:
+        pass
+
+
+threading.Thread(target=_spin, daemon=False).start()
+
+
+def custom_kernel(data):
+    A, B, out = data
+    out[...] = A + B
+    return out

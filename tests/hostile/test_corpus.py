@@ -1,0 +1,250 @@
+"""The hostile corpus: every case under cases/ is graded as a worker would grade it, and
+must get its expected verdict without leaking a canary or leaving anything behind.
+
+Each case file starts with `# key: value` lines (see README.md). The grading runs in the
+rig (rig.py) inside its own pid namespace, so a case that kills what it can reaches only
+its own grading."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from tests.hostile.conftest import Canaries
+from tests.hostile.rig import RESULT_PREFIX
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+CASES = sorted((HERE / "cases").glob("[0-9][0-9]_*.py"))
+STATUSES = ("passed", "failed", "error", "timeout", "rejected")
+KEYS = ("threat", "problem", "mode", "device", "expect", "max_speedup", "message", "leftover")
+KEYS_EXTRA = ("defence", "timeout_s")
+DEFAULT_TIMEOUT_S = 40.0
+# The rig's own start-up (torch import) and the harness's kill and clean-up, on top.
+RIG_SLACK_S = 45.0
+ESCAPE_MARK = "KJ-ESCAPE"  # what a case prints when it obtained something it should not
+OUTPUT_CAP = 64 * 1024 + 200  # the runner's stdout and stderr are each capped at 64 KiB
+MESSAGE_CAP = 4000 + 10
+QUICK: dict[str, dict[str, Any]] = {
+    "vectoradd": {
+        "tests": [{"size": 127, "seed": 4242}, {"size": 64, "seed": 7}],
+        "benchmarks": [{"size": 96, "seed": 11}, {"size": 160, "seed": 12}],
+    },
+    "vectorsum": {
+        "tests": [{"size": 1023, "seed": 4242}, {"size": 4097, "seed": 1001}],
+        "benchmarks": [{"size": 8192, "seed": 11}, {"size": 65536, "seed": 12}],
+    },
+    "matmul": {
+        "tests": [
+            {"m": 127, "n": 65, "k": 33, "seed": 5236},
+            {"m": 64, "n": 64, "k": 64, "seed": 1},
+        ],
+        "benchmarks": [
+            {"m": 128, "n": 128, "k": 128, "seed": 11},
+            {"m": 192, "n": 160, "k": 128, "seed": 12},
+        ],
+    },
+}  # fmt: skip
+QUICK_BUDGET_S = 0.3
+
+
+@dataclass
+class Case:
+    path: Path
+    threats: list[int]
+    problem: str = "vectoradd"
+    mode: str = "leaderboard"
+    device: str = "cpu"
+    expect: set[str] = field(default_factory=set)
+    max_speedup: float | None = None
+    message: str | None = None
+    leftover: str | None = None
+    defence: str = ""
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+    @property
+    def code(self) -> str:
+        return self.path.read_text()
+
+
+def parse_expect(text: str) -> set[str]:
+    """`failed`, a comma-separated list such as `passed, rejected`, or `not-passed`."""
+    wanted: set[str] = set()
+    for word in (w.strip() for w in text.split(",")):
+        if word == "not-passed":
+            wanted |= set(STATUSES) - {"passed"}
+        elif word in STATUSES:
+            wanted.add(word)
+        else:
+            raise ValueError(f"unknown expected status {word!r}")
+    return wanted
+
+
+def parse_case(path: Path) -> Case:
+    header: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        if not line.startswith("# ") or ":" not in line:
+            break
+        key, _, value = line[2:].partition(":")
+        if key.strip() not in KEYS + KEYS_EXTRA:
+            raise ValueError(f"{path.name}: unknown header key {key.strip()!r}")
+        header[key.strip()] = value.strip()
+    for needed in ("threat", "expect", "defence"):
+        if not header.get(needed):
+            raise ValueError(f"{path.name}: the header has no {needed!r}")
+    case = Case(
+        path=path,
+        threats=[int(t) for t in header["threat"].split(",")],
+        expect=parse_expect(header["expect"]),
+        defence=header["defence"],
+    )
+    for key in ("problem", "mode", "device", "message", "leftover"):
+        if key in header:
+            setattr(case, key, header[key])
+    if "max_speedup" in header:
+        case.max_speedup = float(header["max_speedup"])
+    if "timeout_s" in header:
+        case.timeout_s = float(header["timeout_s"])
+    return case
+
+
+def quick_cases(problem: str) -> dict[str, Any]:
+    if problem in QUICK:
+        return {**QUICK[problem], "budget_s": QUICK_BUDGET_S}
+    from grader.problem import load_problem
+
+    loaded = load_problem(problem)
+    return {
+        "tests": loaded.tests[:2],
+        "benchmarks": loaded.benchmarks_for("cpu")[:1],
+        "budget_s": QUICK_BUDGET_S,
+    }
+
+
+def run_in_rig(
+    canaries: Canaries,
+    peaks: dict[str, Any] | None,
+    *,
+    problem: str,
+    code: str,
+    mode: str,
+    device: str,
+    timeout_s: float,
+    leftover: str | None = None,
+) -> dict[str, Any]:
+    """Grade in a fresh harness process in its own pid namespace; the report as a dict, or
+    a dict with `rig_failure` when the harness process itself did not survive."""
+    job = {
+        "problem": problem,
+        "quick": quick_cases(problem),
+        "code": code,
+        "mode": mode,
+        "device": device,
+        "timeout_s": timeout_s,
+        "peaks": peaks if device == "cpu" else None,
+        "leftover": leftover,
+    }
+    unshare = shutil.which("unshare")
+    assert unshare, "the corpus needs util-linux's unshare to contain the rig"
+    argv = [unshare, "--pid", "--fork", "--mount-proc", "--kill-child"]
+    argv += [sys.executable, str(HERE / "rig.py")]
+    try:
+        done = subprocess.run(
+            argv,
+            input=json.dumps(job),
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=canaries.env,
+            start_new_session=True,
+            timeout=timeout_s + RIG_SLACK_S,
+        )
+    except subprocess.TimeoutExpired:
+        return {"rig_failure": f"the harness process did not finish in {timeout_s + RIG_SLACK_S} s"}
+    for line in done.stdout.splitlines():
+        if line.startswith(RESULT_PREFIX):
+            result: dict[str, Any] = json.loads(line[len(RESULT_PREFIX) :])
+            return result
+    return {
+        "rig_failure": f"the harness process died (exit {done.returncode}) without a report; "
+        f"stderr: {done.stderr[-1500:]}"
+    }
+
+
+_HONEST: dict[tuple[str, str, str], float] = {}
+
+
+def honest_score(canaries: Canaries, peaks: dict[str, Any], problem: str, mode: str) -> float:
+    """The score of the problem's example PyTorch solution, graded in this session."""
+    key = (problem, mode, "cpu")
+    if key not in _HONEST:
+        code = (REPO / "problems" / problem / "solutions" / "pytorch.py").read_text()
+        result = run_in_rig(
+            canaries, peaks, problem=problem, code=code, mode=mode, device="cpu", timeout_s=60
+        )
+        report = result.get("report") or {}
+        assert report.get("status") == "passed", f"honest solution: {result}"
+        _HONEST[key] = float(report["score"])
+    return _HONEST[key]
+
+
+def texts_of(report: dict[str, Any]) -> dict[str, str]:
+    texts = {name: str(report.get(name) or "") for name in ("stdout", "stderr", "message")}
+    texts["flags"] = "\n".join(report.get("flags") or [])
+    texts["case messages"] = "\n".join(c.get("message") or "" for c in report.get("cases", []))
+    return texts
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_hostile_case(path: Path, canaries: Canaries, cpu_peaks: dict[str, Any]) -> None:
+    case = parse_case(path)
+    if case.device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("a CUDA case: it runs on the GPU host")
+    result = run_in_rig(
+        canaries,
+        cpu_peaks,
+        problem=case.problem,
+        code=case.code,
+        mode=case.mode,
+        device=case.device,
+        timeout_s=case.timeout_s,
+        leftover=case.leftover,
+    )
+    assert "rig_failure" not in result, result.get("rig_failure")
+    report = result["report"]
+    texts = texts_of(report)
+    leaks = {where: canaries.leaks(text) for where, text in texts.items()}
+    assert not any(leaks.values()), f"canary or secret seed leaked: {leaks}\n{texts}"
+    escapes = [where for where, text in texts.items() if ESCAPE_MARK in text]
+    assert not escapes, f"the case obtained what it should not ({escapes}):\n{texts}"
+    assert report["status"] in case.expect, (
+        f"status {report['status']!r}, expected one of {sorted(case.expect)}; "
+        f"defence: {case.defence}\nmessage: {report['message']}\nflags: {report['flags']}\n"
+        f"stdout: {report['stdout'][-2000:]}\nstderr: {report['stderr'][-2000:]}"
+    )
+    if case.message:
+        assert case.message in report["message"], report["message"]
+    assert len(report["stdout"]) <= OUTPUT_CAP and len(report["stderr"]) <= OUTPUT_CAP
+    assert len(report["message"]) <= MESSAGE_CAP
+    assert not result["leftovers"], f"left behind after grading: {result['leftovers']}"
+    if case.max_speedup is not None and report["status"] == "passed":
+        assert case.device == "cpu", "score bounds are checked against a CPU honest score"
+        honest = honest_score(canaries, cpu_peaks, case.problem, case.mode)
+        assert report["score"] >= honest / case.max_speedup, (
+            f"score {report['score']:.3g} s is more than {case.max_speedup:g}x better than the "
+            f"honest {honest:.3g} s: a forged time passed; flags: {report['flags']}"
+        )
+
+
+def test_corpus_covers_every_threat_line() -> None:
+    covered = {t for path in CASES for t in parse_case(path).threats}
+    assert covered >= set(range(1, 29)), f"uncovered lines: {sorted(set(range(1, 29)) - covered)}"
+    assert len(CASES) >= 45
