@@ -21,7 +21,7 @@ from server.web.accounts import router as accounts_router
 from server.web.admin import router as admin_router
 from server.web.page import STATIC
 from server.web.pages import router as pages_router
-from server.web.sessions import SESSION_COOKIE, SESSION_MAX_AGE_S, PageSessions, secret_key
+from server.web.sessions import PageSessions, secret_key
 
 log = logging.getLogger(__name__)
 
@@ -123,13 +123,6 @@ def create_app() -> FastAPI:
     app.include_router(admin_router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     # Signed, not encrypted: the cookie holds only the user's id and the CSRF token.
-    app.add_middleware(
-        PageSessions,
-        secret_key=secret_key(settings),
-        session_cookie=SESSION_COOKIE,
-        max_age=SESSION_MAX_AGE_S,
-        same_site="lax",
-        https_only=settings.https,
-    )
+    app.add_middleware(PageSessions, secret_key=secret_key(settings), https_only=settings.https)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     return app

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Any
 
 from fastapi import Request
 from starlette.datastructures import FormData
@@ -28,9 +27,16 @@ SESSIONLESS_PREFIXES = ("/api/", "/static/", "/healthz", "/docs", "/openapi.json
 class PageSessions:
     """Starlette's signed-cookie sessions, for the pages only."""
 
-    def __init__(self, app: ASGIApp, **options: Any) -> None:
+    def __init__(self, app: ASGIApp, *, secret_key: str, https_only: bool) -> None:
         self.app = app
-        self.with_sessions = SessionMiddleware(app, **options)
+        self.with_sessions = SessionMiddleware(
+            app,
+            secret_key=secret_key,
+            session_cookie=SESSION_COOKIE,
+            max_age=SESSION_MAX_AGE_S,
+            same_site="lax",
+            https_only=https_only,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope["path"].startswith(SESSIONLESS_PREFIXES):

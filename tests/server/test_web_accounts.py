@@ -1,0 +1,234 @@
+"""Account rules of the web pages: CSRF on every form, the session cookie's flags, the log-in
+limit shared by every API process, banned users, the secret key, admin-only pages."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from server.app import create_app
+from server.db import session_scope
+from server.settings import Settings, get_settings
+from server.users.repository import get_user_by_name
+from server.web.sessions import InsecureSettings, secret_key
+from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def browser(database: None) -> AsyncIterator[httpx.AsyncClient]:
+    """A cookie-keeping client, as a browser is."""
+    transport = httpx.ASGITransport(app=create_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        yield http
+
+
+async def test_forms_without_the_sessions_csrf_token_are_refused(
+    browser: httpx.AsyncClient,
+) -> None:
+    name, _ = make_user()
+    missing = await browser.post("/login", data={"name": name, "password": "x"}, headers=HTML)
+    assert missing.status_code == 403
+    assert "expired" in missing.text
+    await browser.get("/login", headers=HTML)  # the session now has a token
+    forged = await browser.post(
+        "/login", data={"name": name, "password": "x", "csrf_token": "forged"}, headers=HTML
+    )
+    assert forged.status_code == 403
+    # Another visitor's token does not fit this session either.
+    transport = httpx.ASGITransport(app=create_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as other:
+        theirs = csrf_from(await other.get("/login", headers=HTML))
+    cross = await browser.post(
+        "/login", data={"name": name, "password": "x", "csrf_token": theirs}, headers=HTML
+    )
+    assert cross.status_code == 403
+    assert (await log_in(browser, name)).status_code == 303
+
+
+async def test_every_post_route_checks_csrf(browser: httpx.AsyncClient) -> None:
+    admin, _ = make_user("boss", admin=True)
+    await log_in(browser, admin)
+    for path in (
+        "/logout",
+        "/signup",
+        "/submit",
+        "/account/tokens",
+        "/account/tokens/1/revoke",
+        "/admin/problems",
+        "/admin/problems/vectoradd",
+        "/admin/submissions/1",
+        "/admin/users/1",
+    ):
+        response = await browser.post(path, data={"csrf_token": "wrong"}, headers=HTML)
+        assert response.status_code == 403, path
+    # Still signed in: the refused log-out did nothing.
+    assert f">{admin}</a>" in (await browser.get("/", headers=HTML)).text
+
+
+async def test_session_cookie_flags(browser: httpx.AsyncClient, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    name, _ = make_user()
+    cookie = (await log_in(browser, name)).headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=lax" in cookie and "secure" not in cookie
+    assert "path=/" in cookie
+
+    monkeypatch.setenv("KJ_HTTPS", "true")
+    get_settings.cache_clear()
+    try:
+        transport = httpx.ASGITransport(app=create_app())
+        async with httpx.AsyncClient(transport=transport, base_url="https://test") as secure:
+            page = await secure.get("/login", headers=HTML)
+    finally:
+        monkeypatch.delenv("KJ_HTTPS")
+        get_settings.cache_clear()
+    assert "secure" in page.headers["set-cookie"].lower()
+
+
+async def test_api_ignores_the_session_cookie(browser: httpx.AsyncClient) -> None:
+    name, _ = make_user()
+    await log_in(browser, name)
+    response = await browser.post(
+        "/api/v1/submissions", json={"problem": "vectoradd", "code": "x = 1"}
+    )
+    assert response.status_code == 401
+    assert "set-cookie" not in (await browser.get("/api/v1/problems")).headers
+
+
+async def test_failed_log_ins_are_limited_across_api_processes(database: None) -> None:
+    name, _ = make_user()
+    limit = get_settings().login_max_failures
+    apps = [create_app(), create_app()]  # two API processes sharing one database
+    for attempt in range(limit):
+        transport = httpx.ASGITransport(app=apps[attempt % 2])
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            wrong = await log_in(client, name, "not-the-password")
+            assert wrong.status_code == 401
+            assert "wrong" in wrong.text
+    transport = httpx.ASGITransport(app=apps[0])
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        # Even the right password waits now.
+        limited = await log_in(client, name)
+    assert limited.status_code == 429
+    assert "too many failed log-ins" in limited.text
+
+
+async def test_a_successful_log_in_forgets_earlier_failures(browser: httpx.AsyncClient) -> None:
+    name, _ = make_user()
+    for _ in range(get_settings().login_max_failures - 1):
+        assert (await log_in(browser, name, "nope-nope-nope")).status_code == 401
+    assert (await log_in(browser, name)).status_code == 303
+    await post_form(browser, "/logout", {}, from_page="/")
+    assert (await log_in(browser, name, "nope-nope-nope")).status_code == 401
+    assert (await log_in(browser, name)).status_code == 303
+
+
+async def test_banned_users_cannot_log_in_submit_or_use_tokens(
+    browser: httpx.AsyncClient, client: httpx.AsyncClient
+) -> None:
+    name, token = make_user()
+    assert (await log_in(browser, name)).status_code == 303
+    with session_scope() as session:
+        user = get_user_by_name(session, name)
+        assert user is not None
+        user.is_banned = True
+
+    # The open session ends, the log-in is refused, and the token too.
+    assert (await browser.get("/submit", headers=HTML)).status_code == 303
+    refused = await log_in(browser, name)
+    assert refused.status_code == 403
+    assert "banned" in refused.text
+    api = await client.post(
+        "/api/v1/submissions",
+        json={"problem": "vectoradd", "code": "def custom_kernel(data):\n    return data\n"},
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    assert api.status_code == 403
+    assert api.json()["error"] == "forbidden"
+
+
+async def test_sign_up_logs_in_and_checks_its_fields(browser: httpx.AsyncClient) -> None:
+    short = await post_form(
+        browser,
+        "/signup",
+        {"name": "newcomer", "password": "short", "password_again": "short"},
+        from_page="/signup",
+    )
+    assert short.status_code == 422
+    assert 'id="password-error"' in short.text
+    taken_name, _ = make_user()
+    taken = await post_form(
+        browser,
+        "/signup",
+        {"name": taken_name, "password": "long-enough-1", "password_again": "long-enough-1"},
+        from_page="/signup",
+    )
+    assert taken.status_code == 422
+    assert 'id="name-error"' in taken.text and "already exists" in taken.text
+    done = await post_form(
+        browser,
+        "/signup",
+        {"name": "newcomer", "password": "long-enough-1", "password_again": "long-enough-1"},
+        from_page="/signup",
+    )
+    assert done.status_code == 303
+    assert ">newcomer</a>" in (await browser.get("/", headers=HTML)).text
+    with session_scope() as session:
+        user = get_user_by_name(session, "newcomer")
+        assert user is not None and user.password_hash is not None
+        assert user.password_hash.startswith("$argon2id$")
+
+
+async def test_log_in_redirects_only_within_the_site(browser: httpx.AsyncClient) -> None:
+    name, _ = make_user()
+    token = csrf_from(await browser.get("/login", headers=HTML))
+    response = await browser.post(
+        "/login",
+        data={
+            "name": name,
+            "password": "correct-horse-battery",
+            "csrf_token": token,
+            "next": "//evil.example/",
+        },
+        headers=HTML,
+    )
+    assert response.status_code == 303
+    assert response.headers["location"] == "/"
+
+
+async def test_admin_pages_need_an_admin(browser: httpx.AsyncClient) -> None:
+    for path in ("/admin/problems", "/admin/submissions", "/admin/users"):
+        anonymous = await browser.get(path, headers=HTML)
+        assert anonymous.status_code == 303
+        assert anonymous.headers["location"] == f"/login?next={path}"
+    name, _ = make_user()
+    await log_in(browser, name)
+    for path in ("/admin/problems", "/admin/submissions", "/admin/users"):
+        forbidden = await browser.get(path, headers=HTML)
+        assert forbidden.status_code == 403
+        assert "organizers" in forbidden.text
+    await post_form(browser, "/logout", {}, from_page="/")
+    admin, _ = make_user("boss", admin=True)
+    await log_in(browser, admin)
+    for path in ("/admin/problems", "/admin/submissions", "/admin/users"):
+        assert (await browser.get(path, headers=HTML)).status_code == 200
+
+
+def test_production_refuses_to_run_without_a_secret_key(tmp_path: Path) -> None:
+    with pytest.raises(InsecureSettings):
+        secret_key(Settings(environment="production", data_dir=tmp_path))
+    with pytest.raises(InsecureSettings):
+        secret_key(Settings(environment="production", data_dir=tmp_path, secret_key="short"))
+    strong = "k" * 40
+    assert secret_key(Settings(environment="production", secret_key=strong)) == strong
+
+
+def test_development_generates_one_secret_key_and_keeps_it(tmp_path: Path) -> None:
+    settings = Settings(data_dir=tmp_path)
+    first = secret_key(settings)
+    assert len(first) >= 40
+    assert secret_key(Settings(data_dir=tmp_path)) == first
+    assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600

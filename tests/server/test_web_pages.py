@@ -1,0 +1,361 @@
+"""The pages' rules: who sees a submission's code, what leaves the leaderboard, deadlines,
+the submit form's errors, API tokens, error pages and safe problem text."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import httpx
+import pytest
+from sqlalchemy import select
+
+from grader.problem import load_problem
+from server.app import create_app
+from server.db import session_scope
+from server.models import Problem, Submission, utcnow
+from server.problems.service import upsert_problem
+from server.submissions.service import TERMINAL
+from server.users.repository import get_user_by_name
+from server.users.service import authenticate
+from tests.server.web_client import HTML, log_in, make_user, post_form
+
+pytestmark = pytest.mark.anyio
+
+CODE = """import torch
+
+def custom_kernel(data):
+    a, b, out = data
+    return torch.add(a, b, out=out)
+# marker-{}
+"""
+
+
+@pytest.fixture
+async def browser(database: None) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=create_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        yield http
+
+
+def new_problem(name: str, **settings: object) -> None:
+    """A copy of vectoradd under another name, so deadlines set here touch no other test."""
+    with session_scope() as session:
+        problem = upsert_problem(session, load_problem("vectoradd"), name)
+        for key, value in settings.items():
+            setattr(problem, key, value)
+
+
+def graded(
+    user_token: str, problem: str, marker: str, *, score: float = 1e-4, mode: str = "leaderboard"
+) -> int:
+    """A submission as the API stores it, with a passed report written straight to the DB."""
+    with session_scope() as session:
+        user = authenticate(session, user_token)
+        record = session.scalar(select(Problem).where(Problem.name == problem))
+        assert record is not None
+        submission = Submission(
+            user_id=user.id,
+            problem_id=record.id,
+            problem_version=record.version,
+            code=CODE.format(marker),
+            code_sha256="0" * 64,
+            mode=mode,
+            gpu_type="cpu",
+            status="passed",
+            score=score,
+            flags=[],
+            report={
+                "status": "passed",
+                "cases": [
+                    {
+                        "kind": "benchmark",
+                        "params": {"size": 256},
+                        "status": "passed",
+                        "time": {"median_s": score, "cv": 0.01, "samples": 10},
+                        "roofline": {"sol_fraction": 0.5},
+                    }
+                ],
+                "stdout": f"stdout-{marker}",
+                "stderr": "",
+            },
+            started_at=utcnow(),
+            finished_at=utcnow(),
+        )
+        session.add(submission)
+        session.flush()
+        return submission.id
+
+
+async def test_code_is_for_its_author_until_the_organizers_publish_it(
+    browser: httpx.AsyncClient,
+) -> None:
+    new_problem("privacy")
+    author, token = make_user()
+    other, _ = make_user()
+    sid = graded(token, "privacy", "secret-sauce")
+
+    anonymous = await browser.get(f"/submissions/{sid}", headers=HTML)
+    assert anonymous.status_code == 200
+    assert "passed" in anonymous.text
+    assert "secret-sauce" not in anonymous.text
+    await log_in(browser, other)
+    assert "secret-sauce" not in (await browser.get(f"/submissions/{sid}", headers=HTML)).text
+    assert "secret-sauce" not in (await browser.get(f"/submissions/{sid}/live")).text
+
+    # A passed deadline alone publishes nothing; the organizers' choice does.
+    with session_scope() as session:
+        problem = session.scalar(select(Problem).where(Problem.name == "privacy"))
+        assert problem is not None
+        problem.deadline = utcnow() - timedelta(minutes=1)
+    assert "secret-sauce" not in (await browser.get(f"/submissions/{sid}", headers=HTML)).text
+    with session_scope() as session:
+        problem = session.scalar(select(Problem).where(Problem.name == "privacy"))
+        assert problem is not None
+        problem.code_public_after_deadline = True
+    published = await browser.get(f"/submissions/{sid}", headers=HTML)
+    assert "marker-secret-sauce" in published.text
+
+    await post_form(browser, "/logout", {}, from_page="/")
+    await log_in(browser, author)
+    own = await browser.get(f"/submissions/{sid}", headers=HTML)
+    assert "marker-secret-sauce" in own.text and "stdout-secret-sauce" in own.text
+
+
+async def test_code_public_after_a_deadline_that_has_not_come(
+    browser: httpx.AsyncClient,
+) -> None:
+    new_problem("future", deadline=utcnow() + timedelta(days=1), code_public_after_deadline=True)
+    _, token = make_user()
+    sid = graded(token, "future", "not-yet")
+    assert "not-yet" not in (await browser.get(f"/submissions/{sid}", headers=HTML)).text
+
+
+async def test_hidden_and_hacked_submissions_leave_the_leaderboard(
+    browser: httpx.AsyncClient, client: httpx.AsyncClient
+) -> None:
+    new_problem("moderated")
+    first, first_token = make_user()
+    second, second_token = make_user()
+    fast = graded(first_token, "moderated", "fast", score=1e-5)
+    graded(second_token, "moderated", "slow", score=2e-5)
+
+    async def board() -> list[tuple[str, int]]:
+        entries = (await client.get("/api/v1/leaderboards/moderated")).json()["entries"]
+        return [(entry["user"], entry["submission_id"]) for entry in entries]
+
+    assert (await board())[0] == (first, fast)
+    admin, _ = make_user("boss", admin=True)
+    await log_in(browser, admin)
+    for action in ("hide", "hack"):
+        await post_form(
+            browser,
+            f"/admin/submissions/{fast}",
+            {"action": action},
+            from_page="/admin/submissions",
+        )
+        assert [user for user, _ in await board()] == [second], action
+        page = await browser.get("/leaderboards/moderated", headers=HTML)
+        assert f"/submissions/{fast}" not in page.text
+        undo = "unhide" if action == "hide" else "unhack"
+        await post_form(
+            browser, f"/admin/submissions/{fast}", {"action": undo}, from_page="/admin/submissions"
+        )
+        assert (await board())[0] == (first, fast)
+
+    # A hidden submission is not shown to other competitors at all.
+    await post_form(
+        browser, f"/admin/submissions/{fast}", {"action": "hide"}, from_page="/admin/submissions"
+    )
+    await post_form(browser, "/logout", {}, from_page="/")
+    assert (await browser.get(f"/submissions/{fast}", headers=HTML)).status_code == 404
+
+    # A banned user leaves it too.
+    await log_in(browser, admin)
+    with session_scope() as session:
+        banned = get_user_by_name(session, second)
+        assert banned is not None
+        banned_id = banned.id
+    await post_form(
+        browser, f"/admin/users/{banned_id}", {"action": "ban"}, from_page="/admin/users"
+    )
+    assert await board() == []
+
+
+async def test_admin_re_runs_a_submission(browser: httpx.AsyncClient) -> None:
+    new_problem("rerun")
+    _, token = make_user()
+    sid = graded(token, "rerun", "again")
+    admin, _ = make_user("boss", admin=True)
+    await log_in(browser, admin)
+    response = await post_form(
+        browser, f"/admin/submissions/{sid}", {"action": "rerun"}, from_page="/admin/submissions"
+    )
+    assert response.status_code == 303
+    with session_scope() as session:
+        submission = session.get(Submission, sid)
+        assert submission is not None
+        assert submission.status == "queued" and submission.score is None
+        assert submission.report is None and submission.runs == []
+        assert submission.status not in TERMINAL
+
+
+async def test_leaderboard_mode_closes_at_the_deadline(
+    browser: httpx.AsyncClient, client: httpx.AsyncClient
+) -> None:
+    new_problem("closed", deadline=utcnow() - timedelta(hours=1))
+    name, token = make_user()
+    headers = {"Authorization": f"Bearer {token}"}
+    ranked = await client.post(
+        "/api/v1/submissions",
+        json={"problem": "closed", "code": CODE.format(1), "mode": "leaderboard"},
+        headers=headers,
+    )
+    assert ranked.status_code == 409
+    assert "closed" in ranked.json()["detail"]
+    tested = await client.post(
+        "/api/v1/submissions",
+        json={"problem": "closed", "code": CODE.format(2), "mode": "test"},
+        headers=headers,
+    )
+    assert tested.status_code == 202
+    await log_in(browser, name)
+    form = await post_form(
+        browser,
+        "/submit",
+        {"problem": "closed", "mode": "leaderboard", "code": CODE.format(3)},
+        from_page="/submit",
+    )
+    assert form.status_code == 422
+    assert 'id="mode-error"' in form.text and "closed" in form.text
+
+
+async def test_submit_form_shows_each_error_next_to_its_field(
+    browser: httpx.AsyncClient,
+) -> None:
+    name, _ = make_user()
+    await log_in(browser, name)
+    bad = await post_form(
+        browser,
+        "/submit",
+        {"problem": "no-such-problem", "mode": "fast", "code": ""},
+        from_page="/submit",
+    )
+    assert bad.status_code == 422
+    for field in ("problem", "mode", "code"):
+        assert f'id="{field}-error"' in bad.text, field
+    gpu = await post_form(
+        browser,
+        "/submit",
+        {"problem": "vectoradd", "mode": "test", "gpu": "tpu", "code": CODE.format(4)},
+        from_page="/submit",
+    )
+    assert 'id="gpu-error"' in gpu.text and "unknown GPU type" in gpu.text
+    # The pasted code stays in the form.
+    assert "marker-4" in gpu.text
+    good = await post_form(
+        browser,
+        "/submit",
+        {"problem": "vectoradd", "mode": "test", "code": CODE.format(5)},
+        from_page="/submit",
+    )
+    assert good.status_code == 303
+    page = await browser.get(good.headers["location"], headers=HTML)
+    assert "queued" in page.text and "data-live-url" in page.text
+
+
+async def test_tokens_are_shown_once_and_can_be_revoked(
+    browser: httpx.AsyncClient, client: httpx.AsyncClient
+) -> None:
+    name, _ = make_user()
+    await log_in(browser, name)
+    created = await post_form(
+        browser, "/account/tokens", {"label": "ci"}, from_page=f"/users/{name}"
+    )
+    token = created.text.split('id="new-token" class="token">', 1)[1].split("<", 1)[0]
+    assert token.startswith("kj_")
+    again = await browser.get(f"/users/{name}", headers=HTML)
+    assert token not in again.text and token[:10] in again.text
+    headers = {"Authorization": f"Bearer {token}"}
+    assert (await client.get("/api/v1/problems/vectoradd", headers=headers)).status_code == 200
+    token_id = again.text.split("/account/tokens/", 1)[1].split("/", 1)[0]
+    await post_form(browser, f"/account/tokens/{token_id}/revoke", {}, from_page=f"/users/{name}")
+    refused = await client.post(
+        "/api/v1/submissions",
+        json={"problem": "vectoradd", "code": CODE.format(6)},
+        headers=headers,
+    )
+    assert refused.status_code == 401
+    # Someone else's token cannot be revoked by id.
+    other, _ = make_user()
+    await post_form(browser, "/logout", {}, from_page="/")
+    await log_in(browser, other)
+    foreign = await post_form(
+        browser, f"/account/tokens/{token_id}/revoke", {}, from_page=f"/users/{other}"
+    )
+    assert foreign.status_code == 404
+
+
+async def test_error_pages_for_browsers_json_for_the_api(browser: httpx.AsyncClient) -> None:
+    page = await browser.get("/no/such/page", headers=HTML)
+    assert page.status_code == 404
+    assert page.headers["content-type"].startswith("text/html")
+    assert "Page not found" in page.text
+    api = await browser.get("/api/v1/problems/nothing-here", headers=HTML)
+    assert api.status_code == 404 and api.json()["error"] == "not_found"
+    plain = await browser.get("/no/such/page")
+    assert plain.json()["error"] == "not_found"
+
+
+async def test_pages_answer_500_with_a_page_not_a_trace(database: None, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from server.web import pages
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(pages.leaderboards, "competitor_counts", broken)
+    transport = httpx.ASGITransport(app=create_app(), raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        page = await http.get("/", headers=HTML)
+    assert page.status_code == 500
+    assert "Something went wrong on our side" in page.text
+    assert "a bug" not in page.text
+
+
+async def test_problem_text_cannot_inject_markup(browser: httpx.AsyncClient) -> None:
+    new_problem(
+        "injected",
+        description="# Title\n\n<script>alert(1)</script> [link](javascript:alert(2)) **bold**",
+    )
+    page = await browser.get("/problems/injected", headers=HTML)
+    assert page.status_code == 200
+    assert "<script>alert(1)" not in page.text
+    assert "&lt;script&gt;" in page.text
+    assert 'href="javascript:' not in page.text
+    assert "<strong>bold</strong>" in page.text
+
+
+async def test_every_page_renders(browser: httpx.AsyncClient) -> None:
+    new_problem("rendered")
+    name, token = make_user()
+    sid = graded(token, "rendered", "pages")
+    await log_in(browser, name)
+    for path in (
+        "/",
+        "/problems/rendered",
+        "/problems/rendered?gpu=cpu",
+        "/leaderboards/rendered",
+        "/submit",
+        "/submit?problem=rendered",
+        f"/submissions/{sid}",
+        f"/users/{name}",
+        "/login",
+        "/signup",
+    ):
+        response = await browser.get(path, headers=HTML)
+        assert response.status_code == 200, path
+    template = await browser.get("/problems/rendered/template")
+    assert "custom_kernel" in template.text
+    assert "attachment" in template.headers["content-disposition"]
+    board = await browser.get("/leaderboards/rendered", headers=HTML)
+    assert "<svg" in board.text and "50.0%" in board.text

@@ -1,0 +1,46 @@
+"""Driving the pages from tests without a browser: read a form's CSRF token, post forms, log in."""
+
+from __future__ import annotations
+
+import re
+from itertools import count
+
+import httpx
+
+from server.db import session_scope
+from server.users.service import create_user, issue_token
+
+HTML = {"Accept": "text/html"}
+CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+PASSWORD = "correct-horse-battery"
+
+_names = count()
+
+
+def csrf_from(response: httpx.Response) -> str:
+    match = CSRF.search(response.text)
+    assert match, f"no CSRF token on {response.url}"
+    return match.group(1)
+
+
+async def post_form(
+    client: httpx.AsyncClient, path: str, data: dict[str, str], *, from_page: str
+) -> httpx.Response:
+    """Post a form the way a browser does: fetch the page that shows it, send its token."""
+    token = csrf_from(await client.get(from_page, headers=HTML))
+    return await client.post(path, data={**data, "csrf_token": token}, headers=HTML)
+
+
+def make_user(prefix: str = "web", *, admin: bool = False) -> tuple[str, str]:
+    """A user with a password; returns (name, API token)."""
+    name = f"{prefix}{next(_names)}"
+    with session_scope() as session:
+        user = create_user(session, name, is_admin=admin, password=PASSWORD)
+        token = issue_token(session, user)
+    return name, token
+
+
+async def log_in(client: httpx.AsyncClient, name: str, password: str = PASSWORD) -> httpx.Response:
+    return await post_form(
+        client, "/login", {"name": name, "password": password}, from_page="/login"
+    )
