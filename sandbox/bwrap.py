@@ -92,8 +92,13 @@ class Isolation:
             "--gid", str(SANDBOX_UID),
             "--hostname", self.hostname,
             "--proc", "/proc",
+            # A user namespace made by root maps the sandbox user to root outside, and the
+            # kernel checks sysctl writes by that uid: the knobs must be read-only.
+            "--ro-bind", "/proc/sys", "/proc/sys",
             "--dev", "/dev",
         ]  # fmt: skip
+        if os.path.exists("/proc/sysrq-trigger"):
+            args += ["--ro-bind", "/proc/sysrq-trigger", "/proc/sysrq-trigger"]
         # tmpfs first: a read-only path below /tmp (a site-packages folder, say) stays visible.
         for path, size in self.tmpfs:
             args += ["--size", str(size), "--tmpfs", path]

@@ -282,3 +282,25 @@ def test_a_read_only_folder_below_tmp_stays_visible(tmp_path: Path) -> None:
         f"print(open({str(tmp_path / 'shown.txt')!r}).read())", tmp_path, isolation=isolation
     )
     assert result.stdout.strip() == "visible", result.stderr
+
+
+def test_kernel_settings_are_read_only(tmp_path: Path) -> None:
+    result = _python(
+        """
+        import os
+        # Opening for writing is enough to be refused; nothing is written if it is not.
+        for knob in ("/proc/sys/kernel/perf_event_paranoid", "/proc/sys/vm/drop_caches",
+                     "/proc/sysrq-trigger"):
+            try:
+                os.close(os.open(knob, os.O_WRONLY))
+                print("opened", knob)
+            except OSError as exc:
+                print("refused", exc.errno)
+        """,
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    # EROFS (30), or ENOENT (2) where a kernel has no sysrq-trigger.
+    assert all(line in ("refused 30", "refused 2") for line in result.stdout.splitlines()), (
+        result.stdout
+    )
