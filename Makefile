@@ -6,9 +6,10 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.kerneljudge-installed
 
-.PHONY: run test setup lint typecheck check clean
+.PHONY: run test setup lint typecheck check clean screenshots
 
 $(STAMP): pyproject.toml
+	./scripts/system-deps.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH)"
@@ -31,6 +32,10 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 check: lint typecheck test
+
+# Refreshes docs/screenshots/*.png from a real server driven by chromium.
+screenshots: $(STAMP)
+	$(PY) -m tests.browser.screenshots docs/screenshots
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from server.leaderboards.service import Record
 
-WIDTH, HEIGHT = 720, 240
+WIDTH, HEIGHT = 1040, 230
 LEFT, RIGHT, TOP, BOTTOM = 70, 20, 16, 34
 
 

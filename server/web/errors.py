@@ -7,7 +7,9 @@ from urllib.parse import quote
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from server.web.page import templates
+from server.db import session_scope
+from server.web.page import session_user, templates
+from server.web.sessions import CSRF_FIELD, csrf_token
 
 TITLES = {
     400: "That request did not work",
@@ -36,15 +38,16 @@ def to_login(request: Request) -> RedirectResponse:
 
 
 def error_page(request: Request, status_code: int, detail: str) -> HTMLResponse:
-    """Rendered without the database: the error may be the database's."""
-    return templates.TemplateResponse(
-        request,
-        "error.html",
-        {
-            "status_code": status_code,
-            "title": TITLES.get(status_code, "That did not work"),
-            "detail": detail if status_code < 500 else "",
-            "viewer": None,
-        },
-        status_code=status_code,
-    )
+    """A 4xx page keeps the signed-in header; a 500 page is rendered without the database,
+    which may be what failed."""
+    context: dict[str, object] = {
+        "status_code": status_code,
+        "title": TITLES.get(status_code, "That did not work"),
+        "detail": detail if status_code < 500 else "",
+        "viewer": None,
+    }
+    if status_code < 500 and "session" in request.scope:
+        with session_scope() as session:
+            context["viewer"] = session_user(request, session)
+        context.update(csrf_field=CSRF_FIELD, csrf_token=csrf_token(request))
+    return templates.TemplateResponse(request, "error.html", context, status_code=status_code)

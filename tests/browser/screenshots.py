@@ -1,0 +1,178 @@
+"""Regenerate docs/screenshots/*.png: a real server with a few competitors and graded
+submissions, every page photographed by chromium. Run with ``make screenshots``."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+from playwright.sync_api import Page, expect, sync_playwright
+
+from tests.browser.site import (
+    ADMIN_NAME,
+    ADMIN_PASSWORD,
+    VECTORADD,
+    Site,
+    add_user_with_password,
+    launch,
+    log_in,
+    log_out,
+    renamed_problem_archive,
+    running_site,
+    submit_by_form,
+    wait_for_verdict,
+)
+from tests.integration.processes import TERMINAL
+
+DESKTOP = {"width": 1280, "height": 860}
+PHONE = {"width": 390, "height": 844}
+
+# Kernels of clearly different speed (the same addition done 8 and 3 times), so the
+# leaderboard and its chart have an order worth showing even on a busy CPU.
+REPEATED = """import torch
+
+def custom_kernel(data):
+    a, b, out = data
+    for _ in range({times}):
+        torch.add(a, b, out=out)
+    return out
+"""
+
+
+def api_submit(site: Site, token: str, code: str, mode: str) -> int:
+    response = httpx.post(
+        site.url("/api/v1/submissions"),
+        json={"problem": "vectoradd", "code": code, "mode": mode},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    response.raise_for_status()
+    return int(response.json()["id"])
+
+
+def wait_all(site: Site, token_by_id: dict[int, str], timeout_s: float = 600) -> None:
+    deadline = time.monotonic() + timeout_s
+    for submission_id, token in token_by_id.items():
+        while time.monotonic() < deadline:
+            status = httpx.get(
+                site.url(f"/api/v1/submissions/{submission_id}"),
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=10,
+            ).json()["status"]
+            if status in TERMINAL:
+                break
+            time.sleep(0.5)
+
+
+def shoot(page: Page, out: Path, name: str) -> None:
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(out / f"{name}.png"), full_page=True)
+    print(f"wrote {out / name}.png")
+
+
+def populate(site: Site) -> dict[str, str]:
+    """Three competitors with ranked runs and one wrong kernel; returns their tokens."""
+    tokens = {
+        name: add_user_with_password(site.env, name, f"{name}-password", admin=False)
+        for name in ("ada", "grace", "linus")
+    }
+    # One after another, each faster than the last, so the chart shows three records.
+    runs = [
+        ("ada", REPEATED.format(times=8), "leaderboard"),
+        ("linus", REPEATED.format(times=3), "leaderboard"),
+        ("grace", (VECTORADD / "pytorch.py").read_text(), "leaderboard"),
+        ("linus", (VECTORADD / "wrong_zeros.py").read_text(), "test"),
+    ]
+    pending = {
+        api_submit(site, tokens[name], code, mode): tokens[name] for name, code, mode in runs
+    }
+    wait_all(site, pending)
+    return tokens
+
+
+def competitor_pages(page: Page, site: Site, out: Path) -> None:
+    page.goto(site.url("/login"))
+    shoot(page, out, "login")
+    log_in(page, site, "ada", "ada-password")
+    page.goto(site.url("/"))
+    shoot(page, out, "home")
+    page.goto(site.url("/problems/vectoradd"))
+    shoot(page, out, "problem")
+
+    page.goto(site.url("/submit?problem=vectoradd"))
+    page.locator("label[for=mode-leaderboard]").click()
+    page.get_by_role("button", name="Submit", exact=True).click()
+    expect(page.locator("#code-error")).to_be_visible()
+    shoot(page, out, "submit-error")
+
+    submit_by_form(page, site, "vectoradd", "leaderboard", file=VECTORADD / "pytorch.py")
+    page.screenshot(path=str(out / "submission-live.png"), full_page=True)
+    print(f"wrote {out / 'submission-live.png'}")
+    wait_for_verdict(page, "passed", timeout_s=300)
+    shoot(page, out, "submission-result")
+
+    page.goto(site.url("/leaderboards/vectoradd?gpu=cpu"))
+    shoot(page, out, "leaderboard")
+
+    page.goto(site.url("/users/ada"))
+    page.get_by_placeholder("Label, e.g. laptop").fill("laptop")
+    page.get_by_role("button", name="Create token").click()
+    expect(page.locator("#new-token")).to_be_visible()
+    shoot(page, out, "user-tokens")
+
+    page.goto(site.url("/no-such-page"))
+    shoot(page, out, "not-found")
+    log_out(page)
+
+
+def organizer_pages(page: Page, site: Site, out: Path) -> None:
+    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    with tempfile.TemporaryDirectory() as scratch:
+        archive = Path(scratch) / "vectoradd_bf16.tar.gz"
+        archive.write_bytes(renamed_problem_archive("vectoradd", "vectoradd_v2"))
+        page.goto(site.url("/admin/problems"))
+        page.get_by_label("Archive").set_input_files(archive)
+        page.get_by_role("button", name="Upload").click()
+        expect(page.locator(".alert.success")).to_be_visible()
+    row = page.locator("#p-vectoradd_v2")
+    row.locator("input[name=deadline]").fill("2026-12-24T18:00")
+    row.get_by_role("button", name="Save vectoradd_v2").click()
+    expect(page.locator("#p-vectoradd_v2 input[name=deadline]")).to_have_value("2026-12-24T18:00")
+    shoot(page, out, "admin-problems")
+    page.goto(site.url("/admin/submissions"))
+    shoot(page, out, "admin-submissions")
+    page.goto(site.url("/admin/users"))
+    shoot(page, out, "admin-users")
+
+
+def phone_pages(page: Page, site: Site, out: Path) -> None:
+    page.goto(site.url("/leaderboards/vectoradd?gpu=cpu"))
+    shoot(page, out, "phone-leaderboard")
+
+
+def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with (
+        tempfile.TemporaryDirectory(prefix="kj-screenshots-") as scratch,
+        running_site(Path(scratch) / "var") as site,
+        sync_playwright() as playwright,
+    ):
+        populate(site)
+        browser = launch(playwright)
+        for viewport, shots in (
+            (DESKTOP, competitor_pages),
+            (DESKTOP, organizer_pages),
+            (PHONE, phone_pages),
+        ):
+            context = browser.new_context(viewport=viewport)  # type: ignore[arg-type]
+            context.set_default_timeout(30_000)
+            shots(context.new_page(), site, out)
+            context.close()
+        browser.close()
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/screenshots"))
