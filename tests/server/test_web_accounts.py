@@ -232,3 +232,24 @@ def test_development_generates_one_secret_key_and_keeps_it(tmp_path: Path) -> No
     assert len(first) >= 40
     assert secret_key(Settings(data_dir=tmp_path)) == first
     assert (tmp_path / "secret_key").stat().st_mode & 0o777 == 0o600
+
+
+async def test_cli_makes_an_admin_who_can_log_in(browser: httpx.AsyncClient) -> None:
+    from typer.testing import CliRunner
+
+    from server.cli import app
+
+    runner = CliRunner()
+    added = runner.invoke(
+        app, ["user", "add", "first-admin", "--admin", "--password-stdin"], input="first-pass-1\n"
+    )
+    assert added.exit_code == 0, added.output
+    assert added.stdout.strip().splitlines()[-1].startswith("kj_")
+    assert (await log_in(browser, "first-admin", "first-pass-1")).status_code == 303
+    assert (await browser.get("/admin/users", headers=HTML)).status_code == 200
+
+    changed = runner.invoke(app, ["user", "password", "first-admin"], input="second-pass-2\n")
+    assert changed.exit_code == 0, changed.output
+    await post_form(browser, "/logout", {}, from_page="/")
+    assert (await log_in(browser, "first-admin", "first-pass-1")).status_code == 401
+    assert (await log_in(browser, "first-admin", "second-pass-2")).status_code == 303
