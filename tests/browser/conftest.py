@@ -4,6 +4,7 @@ Without chromium or Playwright the tests skip, and with CI=true they fail instea
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def require_browser() -> None:
 
 
 @pytest.fixture(scope="session")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     require_browser()
     from tests.browser.site import running_site
 
@@ -37,7 +38,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[object]:
+def browser() -> Iterator[Any]:
     require_browser()
     from playwright.sync_api import sync_playwright
 
@@ -50,7 +51,7 @@ def browser() -> Iterator[object]:
 
 
 @pytest.fixture
-def page(browser, site) -> Iterator[object]:  # type: ignore[no-untyped-def]
+def page(browser: Any, site: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
     yield context.new_page()

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import httpx
-from playwright.sync_api import Page, expect, sync_playwright
+from playwright.sync_api import Page, ViewportSize, expect, sync_playwright
 
 from tests.browser.site import (
     ADMIN_NAME,
@@ -27,8 +27,8 @@ from tests.browser.site import (
 )
 from tests.integration.processes import TERMINAL
 
-DESKTOP = {"width": 1280, "height": 860}
-PHONE = {"width": 390, "height": 844}
+DESKTOP: ViewportSize = {"width": 1280, "height": 860}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 
 # Kernels of clearly different speed (the same addition done 8 and 3 times), so the
 # leaderboard and its chart have an order worth showing even on a busy CPU.
@@ -167,7 +167,7 @@ def main(out: Path) -> None:
             (DESKTOP, organizer_pages),
             (PHONE, phone_pages),
         ):
-            context = browser.new_context(viewport=viewport)  # type: ignore[arg-type]
+            context = browser.new_context(viewport=viewport)
             context.set_default_timeout(30_000)
             shots(context.new_page(), site, out)
             context.close()

@@ -70,7 +70,9 @@ async def test_every_post_route_checks_csrf(browser: httpx.AsyncClient) -> None:
     assert f">{admin}</a>" in (await browser.get("/", headers=HTML)).text
 
 
-async def test_session_cookie_flags(browser: httpx.AsyncClient, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_session_cookie_flags(
+    browser: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
     name, _ = make_user()
     cookie = (await log_in(browser, name)).headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=lax" in cookie and "secure" not in cookie

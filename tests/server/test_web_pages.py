@@ -307,7 +307,9 @@ async def test_error_pages_for_browsers_json_for_the_api(browser: httpx.AsyncCli
     assert plain.json()["error"] == "not_found"
 
 
-async def test_pages_answer_500_with_a_page_not_a_trace(database: None, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+async def test_pages_answer_500_with_a_page_not_a_trace(
+    database: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from server.web import pages
 
     def broken(*_args: object, **_kwargs: object) -> None:
