@@ -91,26 +91,42 @@ def test_a_time_under_the_physical_floor_is_rejected(
     assert honest.cases[0].roofline["sol_fraction"] > 1
 
 
-def test_claimed_times_far_below_the_graders_clock_are_flagged(
-    vectoradd: Problem, with_cases: Callable[..., Problem]
-) -> None:
-    fast_claims = (
+def _claiming(factor: str) -> str:
+    """ADD taking 2 ms per call, with the runner's timer patched to report `factor` of it."""
+    return (
         ADD.replace("a, b, out = data", "a, b, out = data\n    time.sleep(0.002)")
-        + """
+        + f"""
 import time
 import grader.timing
 _real = grader.timing.Timer.one_call
-def _fast_claim(self, fn, data, *args):
+def _claim(self, fn, data, *args):
     seconds, output = _real(self, fn, data, *args)
-    return 1e-6, output
-grader.timing.Timer.one_call = _fast_claim
+    return {factor}, output
+grader.timing.Timer.one_call = _claim
 """
     )
+
+
+def test_claimed_times_the_graders_clock_disproves_are_rejected(
+    vectoradd: Problem, with_cases: Callable[..., Problem]
+) -> None:
+    fast_claims = _claiming("1e-6")
     screened = grade(small(with_cases, vectoradd), fast_claims, mode="benchmark")
     assert screened.status == "rejected" and "grader" in screened.message
     # Behind the screening (which code built from strings would slip past), the clock:
     report = grade(small(with_cases, vectoradd), fast_claims, mode="benchmark", screen=False)
-    assert report.status == "passed"  # the claim is plausible on its own...
+    assert report.status == "rejected" and report.score is None
+    assert "the grader's own clock measured" in report.message
+    assert "cannot be real" in report.message
+
+
+def test_claimed_times_somewhat_below_the_graders_clock_are_flagged(
+    vectoradd: Problem, with_cases: Callable[..., Problem]
+) -> None:
+    report = grade(
+        small(with_cases, vectoradd), _claiming("seconds * 0.5"), mode="benchmark", screen=False
+    )
+    assert report.status == "passed"  # half the real time is not impossible on its own...
     assert any("grader's own clock" in flag for flag in report.flags)  # ...but not to us
     honest = grade(small(with_cases, vectoradd), ADD, mode="benchmark")
     assert not any("grader's own clock" in flag for flag in honest.flags)
