@@ -248,3 +248,9 @@ def test_corpus_covers_every_threat_line() -> None:
     covered = {t for path in CASES for t in parse_case(path).threats}
     assert covered >= set(range(1, 29)), f"uncovered lines: {sorted(set(range(1, 29)) - covered)}"
     assert len(CASES) >= 45
+
+
+def test_every_case_is_in_the_security_docs_table() -> None:
+    table = (REPO / "docs" / "security.md").read_text()
+    missing = [path.stem for path in CASES if f"| `{path.stem}` |" not in table]
+    assert not missing, f"docs/security.md does not list: {missing}"
