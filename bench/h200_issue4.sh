@@ -14,6 +14,11 @@ python3 -c "
 import time; from grader.confine import check_sandbox
 t = time.monotonic(); problem = check_sandbox('cuda')
 print('ok' if not problem else problem, f'{time.monotonic() - t:.1f} s')"
+echo "== sandbox check (cuda) with /sys exposed read-only: does CUDA start faster?"
+KJ_SANDBOX_RO_PATHS=/sys/devices:/sys/bus:/sys/module python3 -c "
+import time; from grader.confine import check_sandbox
+t = time.monotonic(); problem = check_sandbox('cuda')
+print('ok' if not problem else problem, f'{time.monotonic() - t:.1f} s')"
 echo "== GPU state after the check"
 python3 -c "from grader.hygiene import gpu_state; print(gpu_state())"
 echo "== sandbox tests"
