@@ -1,5 +1,8 @@
-"""Browser tests: one real service for the whole session, a fresh browser context per test.
-Without chromium or Playwright the tests skip, and with CI=true they fail instead."""
+"""Browser tests: one real service for these tests, a fresh browser context per test.
+Without chromium or Playwright the tests skip, and with CI=true they fail instead.
+
+Playwright's sync API keeps an asyncio loop running in this thread while it is open, so it
+is opened per module and closed before the rest of the suite's async tests run."""
 
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ def require_browser() -> None:
         pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     require_browser()
     from tests.browser.site import running_site
@@ -37,7 +40,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield running
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     require_browser()
     from playwright.sync_api import sync_playwright
