@@ -8,7 +8,9 @@ Extra task.yml keys of our own, all optional:
       and used for our own first-mismatch listing;
   case_time_budget_s: seconds of timing per benchmark case (default 10);
   cpu_benchmarks: benchmark cases for CPU workers, where the GPU-sized ones would take
-      minutes (default: the benchmarks).
+      minutes (default: the benchmarks);
+  format: kernelbench  for problems made from a KernelBench module (grader/kernelbench.py),
+      whose submissions define ModelNew instead of custom_kernel.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from grader import kernelbench
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUILTIN_DIR = REPO_ROOT / "problems"
@@ -99,6 +103,15 @@ class Problem:
         return float(self.spec.get("case_time_budget_s", 10.0))
 
     @property
+    def format(self) -> str:
+        """'gpumode' (reference.py with custom_kernel submissions) or 'kernelbench'."""
+        return str(self.spec.get("format", "gpumode"))
+
+    @property
+    def kernelbench_init_seed(self) -> int:
+        return int((self.spec.get("kernelbench") or {}).get("init_seed", kernelbench.INIT_SEED))
+
+    @property
     def submission_template(self) -> str:
         return self.files.get("submission.py", "")
 
@@ -111,8 +124,13 @@ class Problem:
 
 
 def load_problem(ref: str | Path) -> Problem:
-    """`ref` is a problem folder, or the name of a built-in problem under <repo>/problems/."""
+    """`ref` is a problem folder, a KernelBench module (a .py file, or a folder holding one
+    and no task.yml), or the name of a built-in problem under <repo>/problems/."""
     path = Path(ref)
+    kernelbench_module = _kernelbench_module(path)
+    if kernelbench_module is not None:
+        name = path.stem if path.is_file() else path.resolve().name
+        return problem_from_files(name, kernelbench.problem_files(kernelbench_module))
     if not (path / TASK_FILE).is_file():
         builtin = BUILTIN_DIR / str(ref)
         if isinstance(ref, str) and "/" not in ref and (builtin / TASK_FILE).is_file():
@@ -122,6 +140,22 @@ def load_problem(ref: str | Path) -> Problem:
         else:
             raise ProblemError(f"{ref}: neither a problem folder nor a built-in problem")
     return _load_folder(path.resolve())
+
+
+def _kernelbench_module(path: Path) -> str | None:
+    """The text of the KernelBench module `path` is or holds, if it is one."""
+    if path.is_file() and path.suffix == ".py":
+        text = path.read_text(errors="replace")
+        if not kernelbench.is_kernelbench_module(text):
+            raise ProblemError(
+                f"{path}: not a KernelBench module (it needs Model, get_inputs and "
+                "get_init_inputs at top level)"
+            )
+        return text
+    if path.is_dir() and not (path / TASK_FILE).is_file():
+        module = kernelbench.find_module(path)
+        return module.read_text() if module is not None else None
+    return None
 
 
 def _load_folder(folder: Path) -> Problem:

@@ -47,12 +47,33 @@ def _error_reply(exc: BaseException) -> dict[str, Any]:
     return {"ok": False, "error": text}
 
 
-def import_submission() -> Callable[[Any], Any]:
+def import_submission(device: str, kernelbench_seed: int | None = None) -> Callable[[Any], Any]:
     module = importlib.import_module("submission")
+    if kernelbench_seed is not None:
+        return kernelbench_kernel(module, device, kernelbench_seed)
     kernel = getattr(module, "custom_kernel", None)
     if not callable(kernel):
         raise SubmissionError("submission.py does not define a function custom_kernel(data)")
     return kernel
+
+
+def kernelbench_kernel(module: Any, device: str, init_seed: int) -> Callable[[Any], Any]:
+    """A KernelBench submission's ModelNew, built like the reference's Model (same
+    constructor arguments, after the same seed) and called on the inputs."""
+    model_new = getattr(module, "ModelNew", None)
+    if not isinstance(model_new, type):
+        raise SubmissionError("submission.py does not define a class ModelNew")
+    problem_module = importlib.import_module("model")
+    torch.manual_seed(init_seed)
+    instance = model_new(*problem_module.get_init_inputs())
+    if isinstance(instance, torch.nn.Module):
+        instance = instance.to(device)
+
+    def forward(data: Any) -> Any:
+        with torch.no_grad():
+            return instance(*data)
+
+    return forward
 
 
 class Runner:
@@ -110,9 +131,9 @@ class Runner:
         raise SubmissionError(f"the runner does not know the request {op!r}")
 
 
-def serve(recv_fd: int, send_fd: int, device: str) -> None:
+def serve(recv_fd: int, send_fd: int, device: str, kernelbench_seed: int | None = None) -> None:
     try:
-        runner = Runner(import_submission(), device)
+        runner = Runner(import_submission(device, kernelbench_seed), device)
     except BaseException as exc:
         send_message(send_fd, {"ok": False, "phase": "import", **_error_reply(exc)})
         return
@@ -137,8 +158,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--recv-fd", type=int, required=True)
     parser.add_argument("--send-fd", type=int, required=True)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument(
+        "--kernelbench-seed", type=int, default=None, help="a KernelBench problem's init seed"
+    )
     args = parser.parse_args(argv)
-    serve(args.recv_fd, args.send_fd, args.device)
+    serve(args.recv_fd, args.send_fd, args.device, args.kernelbench_seed)
 
 
 if __name__ == "__main__":

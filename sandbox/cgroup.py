@@ -19,7 +19,7 @@ PARENT_ENV = "KJ_SANDBOX_CGROUP"
 _GROUP_PREFIX = "kj-"
 _SUPERVISOR = "kj-supervisor"
 _V2_CONTROLLERS = ("memory", "pids", "cpu")
-_V1_CONTROLLERS = ("memory", "pids", "cpu")
+_V1_CONTROLLERS = ("memory", "pids", "cpu", "cpuacct")
 _CPU_PERIOD_US = 100_000
 
 
@@ -109,7 +109,8 @@ class Cgroup:
                     continue
                 parent = os.environ.get(PARENT_ENV) or own.get(controller, "/")
                 folder = mounts[controller] / parent.lstrip("/") / name
-                folder.mkdir()
+                if folder not in dirs.values():  # controllers mounted together share one
+                    folder.mkdir()
                 dirs[controller] = folder
             group = cls(1, dirs, limits)
             _write(dirs["memory"] / "memory.limit_in_bytes", str(limits.memory_bytes))
@@ -190,6 +191,19 @@ class Cgroup:
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.01)
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time used by everything in the group so far (all threads and processes); the
+        kernel's count, unaffected by time spent waiting for a CPU."""
+        if self.version == 2:
+            for line in _read(self.dirs[""] / "cpu.stat").splitlines():
+                key, _, value = line.partition(" ")
+                if key == "usage_usec" and value.strip().isdigit():
+                    return int(value) / 1e6
+            return None
+        folder = self.dirs.get("cpuacct")
+        text = _read(folder / "cpuacct.usage").strip() if folder else ""
+        return int(text) / 1e9 if text.isdigit() else None
+
     def usage(self) -> CgroupUsage:
         if self.version == 2:
             folder = self.dirs[""]
@@ -214,7 +228,7 @@ class Cgroup:
     def remove(self) -> None:
         """Kill what is left and delete the group's directories."""
         self.kill()
-        for folder in self.dirs.values():
+        for folder in dict.fromkeys(self.dirs.values()):
             for _ in range(50):
                 try:
                     folder.rmdir()

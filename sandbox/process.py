@@ -226,6 +226,12 @@ class Child:
     def pid(self) -> int:
         return self._popen.pid
 
+    def cpu_seconds(self) -> float | None:
+        """CPU time of everything in the sandbox's cgroup; None without one."""
+        if self._confinement is None or self._confinement.cgroup is None:
+            return None
+        return self._confinement.cgroup.cpu_seconds()
+
     def poll(self) -> int | None:
         return self._popen.poll()
 

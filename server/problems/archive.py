@@ -8,6 +8,7 @@ import tarfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from grader.kernelbench import is_kernelbench_module
 from server.errors import BadRequest, PayloadTooLarge
 
 MAX_FILES = 200
@@ -89,10 +90,24 @@ def check_count(count: int) -> None:
 
 
 def find_problem_folder(root: Path) -> Path:
-    """The one folder in the unpacked archive that holds a task.yml."""
+    """The one folder in the unpacked archive that holds a task.yml, or else its one
+    KernelBench module (a .py file with Model, get_inputs and get_init_inputs)."""
     folders = sorted(path.parent for path in root.rglob("task.yml"))
     if not folders:
-        raise BadRequest("the archive holds no task.yml (a GPU MODE problem folder)")
+        modules = [
+            path
+            for path in sorted(root.rglob("*.py"))
+            if path.is_file() and is_kernelbench_module(path.read_text(errors="replace"))
+        ]
+        if len(modules) == 1:
+            return modules[0]
+        if len(modules) > 1:
+            listed = ", ".join(str(module.relative_to(root)) for module in modules)
+            raise BadRequest(f"the archive holds several KernelBench modules ({listed})")
+        raise BadRequest(
+            "the archive holds no task.yml (a GPU MODE problem folder) and no KernelBench "
+            "module (a .py file defining Model, get_inputs and get_init_inputs)"
+        )
     if len(folders) > 1:
         listed = ", ".join(str(folder.relative_to(root)) for folder in folders)
         raise BadRequest(f"the archive holds several problems ({listed}); upload one at a time")

@@ -1,0 +1,55 @@
+"""Adding a KernelBench module by REST: a .zip holding one module becomes a problem."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.server.conftest import Account
+
+pytestmark = pytest.mark.anyio
+
+MODULE = Path(__file__).resolve().parents[1] / "data" / "kernelbench_scaled_linear.py"
+
+
+def zip_of(entries: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, text in entries.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+async def upload(client: httpx.AsyncClient, admin: Account, raw: bytes) -> httpx.Response:
+    return await client.post(
+        "/api/v1/problems", files={"archive": ("kb.zip", raw)}, headers=admin.headers
+    )
+
+
+async def test_a_kernelbench_module_is_added_under_its_file_name(
+    client: httpx.AsyncClient, admin: Account
+) -> None:
+    created = await upload(client, admin, zip_of({"level1/19_ScaledLinear.py": MODULE.read_text()}))
+    assert created.status_code == 201, created.text
+    assert created.json()["name"] == "19_scaledlinear"  # names are lowercase slugs
+    detail = (await client.get("/api/v1/problems/19_scaledlinear")).json()
+    assert "ModelNew" in detail["template"] and detail["tests"] == [
+        {"seed": 1},
+        {"seed": 2},
+        {"seed": 3},
+    ]
+
+
+async def test_two_modules_or_none_are_refused_with_a_reason(
+    client: httpx.AsyncClient, admin: Account
+) -> None:
+    two = await upload(
+        client, admin, zip_of({"a.py": MODULE.read_text(), "b.py": MODULE.read_text()})
+    )
+    assert two.status_code == 422 and "several KernelBench modules" in two.json()["detail"]
+    none = await upload(client, admin, zip_of({"helper.py": "x = 1\n"}))
+    assert none.status_code == 422 and "no KernelBench module" in none.json()["detail"]
