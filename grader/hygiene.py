@@ -6,6 +6,7 @@ no CUDA context."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -29,12 +30,22 @@ class GpuState:
         return tuple(int(part) for part in text.split(",") if part.strip())
 
 
+def _visible_ids() -> list[str]:
+    """This worker's GPUs as CUDA_VISIBLE_DEVICES names them (indices or UUIDs); nvidia-smi
+    itself lists every GPU of the host, including other workers'. Give indices in PCI
+    order (CUDA_DEVICE_ORDER=PCI_BUS_ID), or UUIDs, so both tools mean the same GPU."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    return [part.strip() for part in visible.split(",") if part.strip()]
+
+
 def _query(args: list[str]) -> list[str]:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         raise FileNotFoundError("nvidia-smi is not installed")
+    ids = _visible_ids()
+    selection = ["--id=" + ",".join(ids)] if ids else []
     output = subprocess.run(
-        [smi, *args, "--format=csv,noheader,nounits"],
+        [smi, *selection, *args, "--format=csv,noheader,nounits"],
         capture_output=True,
         text=True,
         check=True,

@@ -18,10 +18,13 @@ def _fake_smi(folder: Path, memory_mib: list[int], pids: list[int]) -> None:
     memory = "\\n".join(str(m) for m in memory_mib)
     script.write_text(
         "#!/bin/sh\n"
-        'case "$1" in\n'
-        f'  --query-gpu=memory.used) printf "{memory}\\n" ;;\n'
-        f'  --query-compute-apps=*) printf "{apps}" ;;\n'
-        "esac\n"
+        f'echo "$@" >> {folder}/calls\n'
+        'for arg in "$@"; do\n'
+        '  case "$arg" in\n'
+        f'    --query-gpu=memory.used) printf "{memory}\\n" ;;\n'
+        f'    --query-compute-apps=*) printf "{apps}" ;;\n'
+        "  esac\n"
+        "done\n"
     )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
 
@@ -59,3 +62,14 @@ def test_without_nvidia_smi_there_is_nothing_to_check(
 def test_the_baseline_travels_through_the_environment() -> None:
     state = GpuState(memory_used_mib=(512, 0), compute_pids=())
     assert GpuState.baseline_from_env(state.to_env()) == (512, 0)
+
+
+def test_only_this_workers_gpus_are_asked_about(
+    smi_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nvidia-smi lists every GPU of the host; another worker's grading is not a leftover."""
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    _fake_smi(smi_dir, [500], [])
+    assert wait_until_clean((500,), settle_s=0) == ""
+    calls = (smi_dir / "calls").read_text().splitlines()
+    assert calls and all(call.startswith("--id=3 ") for call in calls)
