@@ -1,4 +1,5 @@
 """A linear layer followed by a scaled ReLU."""
+
 import torch
 import torch.nn as nn
 

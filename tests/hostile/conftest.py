@@ -51,21 +51,23 @@ def _serve_banner(server: socket.socket, banner: bytes, stop: threading.Event) -
 def _listeners(token: str) -> Iterator[None]:
     banner = f"KJ-BROKER redis://:{token}@redis\n".encode()
     stop = threading.Event()
-    servers = []
-    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    tcp.bind(("127.0.0.1", CANARY_PORT))
-    servers.append(tcp)
-    unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    unix.bind(CANARY_UNIX)
-    servers.append(unix)
+    servers: list[socket.socket] = []
     threads = []
-    for server in servers:
-        server.listen(16)
-        thread = threading.Thread(target=_serve_banner, args=(server, banner, stop), daemon=True)
-        thread.start()
-        threads.append(thread)
     try:
+        tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        servers.append(tcp)
+        tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        tcp.bind(("127.0.0.1", CANARY_PORT))
+        unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        servers.append(unix)
+        unix.bind(CANARY_UNIX)
+        for server in servers:
+            server.listen(16)
+            thread = threading.Thread(
+                target=_serve_banner, args=(server, banner, stop), daemon=True
+            )
+            thread.start()
+            threads.append(thread)
         yield
     finally:
         stop.set()

@@ -1,12 +1,15 @@
-"""The test rig's harness process: grades one hostile case and checks what it left behind.
+"""The test rig's harness processes: each grades one hostile case and checks what it left.
 
-`test_corpus.py` starts this under `unshare --pid --fork --mount-proc`, so a case that kills
-every process it can (`kill(-1)`, its parent's group) reaches only this grading, never the
-test session or the machine. The rig is the stand-in for a worker: its environment and HOME
-hold the canaries, and it calls `grader.harness.grade()` exactly as a worker does. The
-namespace is the rig's safety net, not a grader defence: every check is on the report.
+`test_corpus.py` starts this once per test module under `unshare --pid --fork --mount-proc`,
+so a case that kills every process it can (`kill(-1)`, its parent's group) reaches only its
+own grading, never the test session or the machine. This process is the namespace's init:
+it imports the grader once, then forks a fresh harness process for every job (as a worker
+forks a pool process per grading), and after each job kills whatever else is left in the
+namespace. The rig stands in for a worker: its environment and HOME hold the canaries, and
+the harness calls `grader.harness.grade()` exactly as a worker does. The namespace is the
+rig's safety net, not a grader defence: every check is on the report.
 
-Input: the job as JSON on stdin. Output: one line `RIG-RESULT <json>` on stdout.
+Input: one job as JSON per line on stdin. Output: one line `RIG-RESULT <json>` per job.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -137,29 +141,51 @@ def grade_job(job: dict[str, Any]) -> dict[str, Any]:
     return {"report": report.to_dict(), "leftovers": left}
 
 
-def main() -> None:
-    job = json.load(sys.stdin)
-    # This process is the namespace's init; the grading runs in a child of it, so that a
-    # case's kill(-1) can reach the harness, as it could on a real worker.
+def _result_line(result: dict[str, Any]) -> None:
+    os.write(1, (RESULT_PREFIX + json.dumps(result) + "\n").encode())
+
+
+def _run_job(job: dict[str, Any]) -> None:
+    """Grade `job` in a fresh child (the harness); answer for it even if it dies."""
     child = os.fork()
     if child == 0:
         code = 1
         try:
             os.setsid()  # a worker's harness leads its own process group, as under a service
-            result = grade_job(job)
-            sys.stdout.write(RESULT_PREFIX + json.dumps(result) + "\n")
-            sys.stdout.flush()
+            _result_line({"id": job["id"], **grade_job(job)})
             code = 0
         finally:
             os._exit(code)
+    status = 0
     while True:
         try:
-            pid, status = os.wait()
+            pid, status = os.waitpid(-1, 0)  # orphans of the namespace come to its init too
         except ChildProcessError:
-            os._exit(1)
+            break
         if pid == child:
-            code = os.waitstatus_to_exitcode(status)
-            os._exit(code if code >= 0 else 128 - code)
+            break
+    if os.waitstatus_to_exitcode(status) != 0:
+        _result_line(
+            {
+                "id": job["id"],
+                "rig_failure": f"the harness process died (status {status}) without a report",
+            }
+        )
+    # Whatever the case left in this namespace goes before the next one; the init itself
+    # is not signalled by kill(-1).
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(-1, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def main() -> None:
+    import grader.harness  # noqa: F401  (imported once, before the fork of every harness)
+
+    for line in sys.stdin:
+        if line.strip():
+            _run_job(json.loads(line))
 
 
 if __name__ == "__main__":

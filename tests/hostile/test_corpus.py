@@ -7,10 +7,16 @@ its own grading."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -129,8 +135,73 @@ def quick_cases(problem: str) -> dict[str, Any]:
     }
 
 
+class Rig:
+    """The rig (rig.py), one per test module, in a pid namespace of its own; it is started
+    again after a job that did not answer in time."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.process: subprocess.Popen[bytes] | None = None
+        self.jobs = 0
+        self._buffer = b""
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        unshare = shutil.which("unshare")
+        assert unshare, "the corpus needs util-linux's unshare to contain the rig"
+        argv = [unshare, "--pid", "--fork", "--mount-proc", "--kill-child"]
+        self._buffer = b""
+        return subprocess.Popen(
+            [*argv, sys.executable, str(HERE / "rig.py")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=REPO,
+            env=self.env,
+            start_new_session=True,
+        )
+
+    def stop(self) -> None:
+        if self.process is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+            for stream in (self.process.stdin, self.process.stdout):
+                if stream is not None:
+                    stream.close()
+            self.process = None
+
+    def grade(self, job: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        if self.process is None or self.process.poll() is not None:
+            self.process = self._start()
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.jobs += 1
+        job = {**job, "id": self.jobs}
+        self.process.stdin.write((json.dumps(job) + "\n").encode())
+        self.process.stdin.flush()
+        deadline = time.monotonic() + timeout_s
+        fd = self.process.stdout.fileno()
+        while True:
+            while b"\n" in self._buffer:
+                line, self._buffer = self._buffer.split(b"\n", 1)
+                text = line.decode(errors="replace")
+                if text.startswith(RESULT_PREFIX):
+                    result: dict[str, Any] = json.loads(text[len(RESULT_PREFIX) :])
+                    if result.pop("id", None) == job["id"]:
+                        return result
+            left = deadline - time.monotonic()
+            ready = select.select([fd], [], [], max(0.0, left))[0] if left > 0 else []
+            if not ready:
+                self.stop()
+                return {"rig_failure": f"the harness process did not finish in {timeout_s} s"}
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                self.stop()
+                return {"rig_failure": "the rig ended without a report"}
+            self._buffer += chunk
+
+
 def run_in_rig(
-    canaries: Canaries,
+    rig: Rig,
     peaks: dict[str, Any] | None,
     *,
     problem: str,
@@ -140,8 +211,8 @@ def run_in_rig(
     timeout_s: float,
     leftover: str | None = None,
 ) -> dict[str, Any]:
-    """Grade in a fresh harness process in its own pid namespace; the report as a dict, or
-    a dict with `rig_failure` when the harness process itself did not survive."""
+    """Grade in a fresh harness process of the rig; the report as a dict, or a dict with
+    `rig_failure` when the harness process itself did not survive."""
     job = {
         "problem": problem,
         "quick": quick_cases(problem),
@@ -152,43 +223,28 @@ def run_in_rig(
         "peaks": peaks if device == "cpu" else None,
         "leftover": leftover,
     }
-    unshare = shutil.which("unshare")
-    assert unshare, "the corpus needs util-linux's unshare to contain the rig"
-    argv = [unshare, "--pid", "--fork", "--mount-proc", "--kill-child"]
-    argv += [sys.executable, str(HERE / "rig.py")]
+    return rig.grade(job, timeout_s + RIG_SLACK_S)
+
+
+@pytest.fixture(scope="module")
+def rig(canaries: Canaries) -> Iterator[Rig]:
+    started = Rig(canaries.env)
     try:
-        done = subprocess.run(
-            argv,
-            input=json.dumps(job),
-            capture_output=True,
-            text=True,
-            cwd=REPO,
-            env=canaries.env,
-            start_new_session=True,
-            timeout=timeout_s + RIG_SLACK_S,
-        )
-    except subprocess.TimeoutExpired:
-        return {"rig_failure": f"the harness process did not finish in {timeout_s + RIG_SLACK_S} s"}
-    for line in done.stdout.splitlines():
-        if line.startswith(RESULT_PREFIX):
-            result: dict[str, Any] = json.loads(line[len(RESULT_PREFIX) :])
-            return result
-    return {
-        "rig_failure": f"the harness process died (exit {done.returncode}) without a report; "
-        f"stderr: {done.stderr[-1500:]}"
-    }
+        yield started
+    finally:
+        started.stop()
 
 
 _HONEST: dict[tuple[str, str, str], float] = {}
 
 
-def honest_score(canaries: Canaries, peaks: dict[str, Any], problem: str, mode: str) -> float:
+def honest_score(rig: Rig, peaks: dict[str, Any], problem: str, mode: str) -> float:
     """The score of the problem's example PyTorch solution, graded in this session."""
     key = (problem, mode, "cpu")
     if key not in _HONEST:
         code = (REPO / "problems" / problem / "solutions" / "pytorch.py").read_text()
         result = run_in_rig(
-            canaries, peaks, problem=problem, code=code, mode=mode, device="cpu", timeout_s=60
+            rig, peaks, problem=problem, code=code, mode=mode, device="cpu", timeout_s=60
         )
         report = result.get("report") or {}
         assert report.get("status") == "passed", f"honest solution: {result}"
@@ -204,12 +260,12 @@ def texts_of(report: dict[str, Any]) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
-def test_hostile_case(path: Path, canaries: Canaries, cpu_peaks: dict[str, Any]) -> None:
+def test_hostile_case(path: Path, canaries: Canaries, rig: Rig, cpu_peaks: dict[str, Any]) -> None:
     case = parse_case(path)
     if case.device == "cuda" and not torch.cuda.is_available():
         pytest.skip("a CUDA case: it runs on the GPU host")
     result = run_in_rig(
-        canaries,
+        rig,
         cpu_peaks,
         problem=case.problem,
         code=case.code,
@@ -237,7 +293,7 @@ def test_hostile_case(path: Path, canaries: Canaries, cpu_peaks: dict[str, Any])
     assert not result["leftovers"], f"left behind after grading: {result['leftovers']}"
     if case.max_speedup is not None and report["status"] == "passed":
         assert case.device == "cpu", "score bounds are checked against a CPU honest score"
-        honest = honest_score(canaries, cpu_peaks, case.problem, case.mode)
+        honest = honest_score(rig, cpu_peaks, case.problem, case.mode)
         assert report["score"] >= honest / case.max_speedup, (
             f"score {report['score']:.3g} s is more than {case.max_speedup:g}x better than the "
             f"honest {honest:.3g} s: a forged time passed; flags: {report['flags']}"
