@@ -53,3 +53,12 @@ async def test_two_modules_or_none_are_refused_with_a_reason(
     assert two.status_code == 422 and "several KernelBench modules" in two.json()["detail"]
     none = await upload(client, admin, zip_of({"helper.py": "x = 1\n"}))
     assert none.status_code == 422 and "no KernelBench module" in none.json()["detail"]
+
+
+async def test_the_problem_page_states_the_kernelbench_contract(
+    client: httpx.AsyncClient, admin: Account
+) -> None:
+    await upload(client, admin, zip_of({"7_ScaledLinear.py": MODULE.read_text()}))
+    page = await client.get("/problems/7_scaledlinear")
+    assert page.status_code == 200
+    assert "class ModelNew" in page.text and "custom_kernel(data)" not in page.text
