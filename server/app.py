@@ -11,7 +11,9 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from server.audit.endpoints import router as audit_router
 from server.errors import KernelJudgeError, NotAuthenticated
+from server.exports.endpoints import router as exports_router
 from server.leaderboards.endpoints import router as leaderboards_router
 from server.problems.endpoints import router as problems_router
 from server.settings import get_settings
@@ -26,8 +28,12 @@ from server.web.sessions import PageSessions, secret_key
 log = logging.getLogger(__name__)
 
 
-def error_response(status_code: int, code: str, detail: str) -> JSONResponse:
-    return JSONResponse(status_code=status_code, content={"error": code, "detail": detail})
+def error_response(
+    status_code: int, code: str, detail: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        status_code=status_code, content={"error": code, "detail": detail}, headers=headers
+    )
 
 
 class BodySizeLimit:
@@ -84,8 +90,10 @@ def create_app() -> FastAPI:
         if web_errors.wants_page(request):
             if isinstance(exc, NotAuthenticated):
                 return web_errors.to_login(request)
-            return web_errors.error_page(request, exc.status_code, exc.detail)
-        return error_response(exc.status_code, exc.code, exc.detail)
+            page = web_errors.error_page(request, exc.status_code, exc.detail)
+            page.headers.update(exc.headers)
+            return page
+        return error_response(exc.status_code, exc.code, exc.detail, exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> Response:
@@ -116,8 +124,10 @@ def create_app() -> FastAPI:
         return {"status": "ok"}
 
     app.include_router(problems_router)
+    app.include_router(exports_router)
     app.include_router(submissions_router)
     app.include_router(leaderboards_router)
+    app.include_router(audit_router)
     app.include_router(pages_router)
     app.include_router(accounts_router)
     app.include_router(admin_router)

@@ -301,7 +301,7 @@ def problem_add(
     prepare_database()
     try:
         with session_scope() as session:
-            problem = add_problem_from_path(session, path, name)
+            problem = add_problem_from_path(session, path, name, actor=None)
             typer.echo(f"problem {problem.name!r} is at version {problem.version}")
     except KernelJudgeError as exc:
         err.print(f"[red]error:[/] {exc.detail}")

@@ -7,7 +7,8 @@
     ├── Forbidden               403  authenticated but not allowed (e.g. not an admin)
     ├── NotFound                404  unknown problem, submission, ...
     ├── Conflict                409  the request clashes with existing state
-    └── TooManyRequests         429  too many failed log-ins in a short time
+    └── TooManyRequests         429  too many failed log-ins or submissions in a short time;
+                                     ``retry_after_s`` becomes a ``Retry-After`` header
 
 One handler turns each into ``{"error": code, "detail": message}``; request validation
 errors and unknown routes get the same shape, so clients parse one format.
@@ -32,6 +33,11 @@ class KernelJudgeError(Exception):
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """HTTP headers the response carries besides the JSON body."""
+        return {}
 
 
 class BadRequest(KernelJudgeError):
@@ -81,6 +87,16 @@ class TooManyRequests(KernelJudgeError):
 
     status_code = 429
     code = "too_many_requests"
+
+    def __init__(self, detail: str, retry_after_s: int | None = None) -> None:
+        super().__init__(detail)
+        self.retry_after_s = retry_after_s
+
+    @property
+    def headers(self) -> dict[str, str]:
+        if self.retry_after_s is None:
+            return {}
+        return {"Retry-After": str(self.retry_after_s)}
 
 
 def responses(*errors: type[KernelJudgeError]) -> dict[int | str, dict[str, Any]]:

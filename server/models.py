@@ -1,4 +1,5 @@
-"""The tables: users and their API tokens, problems, submissions and their per-case runs."""
+"""The tables: users and their API tokens, problems, submissions and their per-case runs,
+failed log-ins and the audit log of admin actions."""
 
 from __future__ import annotations
 
@@ -180,3 +181,23 @@ class LoginAttempt(Base):
     user_name: Mapped[str] = mapped_column(String(64), index=True)
     address: Mapped[str] = mapped_column(String(64), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+
+
+class AuditEntry(Base):
+    """One admin action: who did it, when, what, to what, with its details. Written in the
+    transaction of the action itself, so the log holds exactly the actions that happened."""
+
+    __tablename__ = "audit_log"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    # Null for the command line, which runs with the database's own rights.
+    actor_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), index=True, default=None
+    )
+    # Kept as written, so the entry still says who acted if the user is renamed or removed.
+    actor_name: Mapped[str] = mapped_column(String(64))
+    action: Mapped[str] = mapped_column(String(64), index=True)
+    target_type: Mapped[str] = mapped_column(String(32))
+    target: Mapped[str] = mapped_column(String(100))
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

@@ -50,6 +50,12 @@ class Settings(BaseSettings):
     login_window_s: int = 900
     login_max_failures: int = 5
     login_max_failures_per_address: int = 30
+    # Submissions per user and problem over a sliding window, counted in the database so the
+    # limit holds across API processes; admins are exempt. 0 turns the limit off.
+    submission_rate_limit: int = Field(
+        default=20, ge=0, description="submissions per user and problem in the window; 0: none"
+    )
+    submission_rate_window_s: int = Field(default=600, gt=0)
 
     @field_validator("gpu_types", mode="before")
     @classmethod

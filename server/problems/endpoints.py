@@ -71,7 +71,7 @@ async def add_problem(
 ) -> ProblemOut:
     raw = await archive_file.read(settings.max_archive_bytes + 1)
     problem, created = service.add_problem_from_archive(
-        session, settings, raw, archive_file.filename or "", name
+        session, settings, raw, archive_file.filename or "", name, admin
     )
     out = detail(problem, settings)
     out.created = created

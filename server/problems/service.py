@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from grader.problem import Problem as GraderProblem
 from grader.problem import ProblemError, builtin_problems, load_problem
+from server.audit import service as audit
 from server.devices import local_device
 from server.errors import BadRequest, NotFound, PayloadTooLarge
 from server.models import Problem, User, utcnow
@@ -63,7 +64,12 @@ def upsert_problem(session: Session, loaded: GraderProblem, name: str | None = N
 
 
 def add_problem_from_archive(
-    session: Session, settings: Settings, raw: bytes, filename: str, name: str | None
+    session: Session,
+    settings: Settings,
+    raw: bytes,
+    filename: str,
+    name: str | None,
+    actor: User,
 ) -> tuple[Problem, bool]:
     """Unpack an uploaded archive and add its problem; returns it and whether it is new."""
     if len(raw) > settings.max_archive_bytes:
@@ -74,19 +80,51 @@ def add_problem_from_archive(
         folder = archive.find_problem_folder(root)
         before = current_version(session, name or folder.name)
         try:
-            problem = add_problem_from_path(session, folder, name)
+            problem = add_problem_from_path(
+                session, folder, name, actor=actor, source=f"archive {filename}"
+            )
         except BadRequest as exc:
             # Name files as they are in the archive, not where the server unpacked them.
             raise BadRequest(exc.detail.replace(f"{root.resolve()}/", "")) from exc
     return problem, before is None
 
 
-def add_problem_from_path(session: Session, path: Path, name: str | None = None) -> Problem:
+def add_problem_from_path(
+    session: Session,
+    path: Path,
+    name: str | None = None,
+    *,
+    actor: User | None,
+    source: str | None = None,
+) -> Problem:
+    """An admin's (or, with no actor, the command line's) add or update, written to the audit
+    log: ``problem.add``, ``problem.update`` (a new version) or ``problem.unchanged``."""
     try:
         loaded = load_problem(path)
     except ProblemError as exc:
         raise BadRequest(str(exc)) from exc
-    return upsert_problem(session, loaded, name)
+    before = current_version(session, name or loaded.name)
+    problem = upsert_problem(session, loaded, name)
+    if before is None:
+        action = "problem.add"
+    elif problem.version != before:
+        action = "problem.update"
+    else:
+        action = "problem.unchanged"
+    audit.record(
+        session,
+        actor,
+        action,
+        target_type="problem",
+        target=problem.name,
+        details={
+            "version": problem.version,
+            "previous_version": before,
+            "files_sha256": problem.files_sha256,
+            "source": source or f"folder {path}",
+        },
+    )
+    return problem
 
 
 def sync_builtin_problems(session: Session) -> list[Problem]:
@@ -119,23 +157,45 @@ def deadline_passed(problem: Problem) -> bool:
 
 def update_settings(
     session: Session,
+    admin: User,
     name: str,
     *,
     is_public: bool,
     deadline: datetime | None,
     code_public_after_deadline: bool,
 ) -> Problem:
-    """What organizers set on a problem besides its files."""
+    """What organizers set on a problem besides its files; the audit log gets each setting
+    that changed, before and after."""
     problem = repository.get_problem(session, name)
     if problem is None:
         raise NotFound(f"no problem named {name!r}")
     if deadline is not None and deadline.tzinfo is None:
         raise BadRequest("give the deadline with its time zone")
+    before = settings_of(problem)
     problem.is_public = is_public
     problem.deadline = deadline
     problem.code_public_after_deadline = code_public_after_deadline
+    after = settings_of(problem)
+    changes = {key: [before[key], after[key]] for key in after if before[key] != after[key]}
+    audit.record(
+        session,
+        admin,
+        "problem.settings",
+        target_type="problem",
+        target=problem.name,
+        details={"changes": changes},
+    )
     session.flush()
     return problem
+
+
+def settings_of(problem: Problem) -> dict[str, object]:
+    """The organizer's settings as JSON values, for the audit log."""
+    return {
+        "is_public": problem.is_public,
+        "deadline": problem.deadline.isoformat() if problem.deadline else None,
+        "code_public_after_deadline": problem.code_public_after_deadline,
+    }
 
 
 def current_version(session: Session, name: str) -> int | None:

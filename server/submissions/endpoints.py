@@ -18,6 +18,7 @@ from server.errors import (
     NotAuthenticated,
     NotFound,
     PayloadTooLarge,
+    TooManyRequests,
     responses,
 )
 from server.models import Submission
@@ -100,7 +101,13 @@ def validate_body(body: object) -> SubmissionCreate:
     response_model=SubmissionAccepted,
     openapi_extra=SUBMISSION_BODY,
     responses=responses(
-        BadRequest, PayloadTooLarge, NotAuthenticated, Forbidden, NotFound, Conflict
+        BadRequest,
+        PayloadTooLarge,
+        NotAuthenticated,
+        Forbidden,
+        NotFound,
+        Conflict,
+        TooManyRequests,
     ),
     summary="Submit a kernel for grading",
 )

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload
 
-from server.models import Submission
+from server.models import Submission, User
 
 
 def get_submission(
@@ -56,4 +57,37 @@ def list_recent_submissions(session: Session, limit: int) -> Sequence[Submission
         .options(joinedload(Submission.problem), joinedload(Submission.user))
         .order_by(Submission.id.desc())
         .limit(limit)
+    ).all()
+
+
+def recent_submission_times(
+    session: Session, user_id: int, problem_id: int, *, since: datetime, limit: int
+) -> Sequence[datetime]:
+    """When this user submitted to this problem since ``since``: the newest ``limit``, newest
+    first."""
+    return session.scalars(
+        select(Submission.created_at)
+        .where(
+            Submission.user_id == user_id,
+            Submission.problem_id == problem_id,
+            Submission.created_at >= since,
+        )
+        .order_by(Submission.created_at.desc())
+        .limit(limit)
+    ).all()
+
+
+def lock_user(session: Session, user_id: int) -> None:
+    """Serialize one user's submissions (PostgreSQL; SQLite serializes writers anyway), so two
+    processes cannot both take the last place under the rate limit."""
+    session.execute(select(User.id).where(User.id == user_id).with_for_update())
+
+
+def list_problem_submissions(session: Session, problem_id: int) -> Sequence[Submission]:
+    """Every submission to a problem, hidden ones included, oldest first."""
+    return session.scalars(
+        select(Submission)
+        .options(joinedload(Submission.user))
+        .where(Submission.problem_id == problem_id)
+        .order_by(Submission.id)
     ).all()

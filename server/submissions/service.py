@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from celery import chain
 from sqlalchemy.orm import Session
 
 from grader.problem import problem_from_files
-from server.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
+from server.audit import service as audit
+from server.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    PayloadTooLarge,
+    TooManyRequests,
+)
 from server.models import Problem, Run, Submission, User, utcnow
 from server.problems import service as problems
 from server.queue import RESULTS_QUEUE
@@ -65,6 +75,7 @@ def create_submission(
         )
     gpu_type = choose_gpu_type(problem, settings, gpu)
     validate_code(code, settings)
+    check_rate_limit(session, settings, user, problem)
     submission = Submission(
         user_id=user.id,
         problem_id=problem.id,
@@ -79,6 +90,29 @@ def create_submission(
     session.add(submission)
     session.flush()
     return submission
+
+
+def check_rate_limit(session: Session, settings: Settings, user: User, problem: Problem) -> None:
+    """At most ``submission_rate_limit`` submissions per user and problem in any window of
+    ``submission_rate_window_s``; admins are exempt. Over it, ``TooManyRequests`` says how long
+    until the oldest submission counted leaves the window."""
+    limit = settings.submission_rate_limit
+    if user.is_admin or limit <= 0:
+        return
+    repository.lock_user(session, user.id)
+    window = timedelta(seconds=settings.submission_rate_window_s)
+    now = utcnow()
+    recent = repository.recent_submission_times(
+        session, user.id, problem.id, since=now - window, limit=limit
+    )
+    if len(recent) < limit:
+        return
+    wait = max(1, math.ceil((recent[-1] + window - now).total_seconds()))
+    raise TooManyRequests(
+        f"at most {limit} submissions to {problem.name!r} per "
+        f"{settings.submission_rate_window_s} s; try again in {wait} s",
+        retry_after_s=wait,
+    )
 
 
 def choose_gpu_type(problem: Problem, settings: Settings, gpu: str | None) -> str:
@@ -158,9 +192,9 @@ def list_recent(session: Session, limit: int = 200) -> Sequence[Submission]:
     return repository.list_recent_submissions(session, limit)
 
 
-def moderate(session: Session, submission_id: int, action: str) -> Submission:
-    """Hide or unhide, mark or unmark as hacked, or reset for a re-run; the caller commits,
-    then calls ``enqueue`` for a re-run."""
+def moderate(session: Session, submission_id: int, action: str, admin: User) -> Submission:
+    """Hide or unhide, mark or unmark as hacked, or reset for a re-run, and write it to the
+    audit log; the caller commits, then calls ``enqueue`` for a re-run."""
     submission = repository.get_submission(session, submission_id, for_update=True)
     if submission is None:
         raise NotFound(f"no submission {submission_id}")
@@ -174,6 +208,18 @@ def moderate(session: Session, submission_id: int, action: str) -> Submission:
         reset_for_rerun(submission)
     else:
         raise BadRequest(f"unknown action {action!r}")
+    audit.record(
+        session,
+        admin,
+        f"submission.{action}",
+        target_type="submission",
+        target=str(submission.id),
+        details={
+            "problem": submission.problem.name,
+            "user": submission.user.name,
+            "status": submission.status,
+        },
+    )
     session.flush()
     return submission
 

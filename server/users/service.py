@@ -12,6 +12,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy.orm import Session
 
+from server.audit import service as audit
 from server.errors import (
     BadRequest,
     Conflict,
@@ -144,8 +145,8 @@ def list_users(session: Session) -> Sequence[User]:
 
 
 def moderate_user(session: Session, admin: User, user_id: int, action: str) -> User:
-    """Ban, unban, make admin or drop admin. An admin cannot ban or demote themselves, so a
-    site never loses its last admin by a slip."""
+    """Ban, unban, make admin or drop admin, written to the audit log. An admin cannot ban or
+    demote themselves, so a site never loses its last admin by a slip."""
     user = repository.get_user(session, user_id)
     if user is None:
         raise NotFound(f"no user {user_id}")
@@ -161,4 +162,5 @@ def moderate_user(session: Session, admin: User, user_id: int, action: str) -> U
         user.is_admin = False
     else:
         raise BadRequest(f"unknown action {action!r}")
+    audit.record(session, admin, f"user.{action}", target_type="user", target=user.name)
     return user

@@ -1,15 +1,19 @@
-"""Admin pages: add problems and set their deadline and visibility, moderate submissions
-(hide, mark as hacked, re-run), moderate users (ban, make admin)."""
+"""Admin pages: add problems and set their deadline and visibility, download their exports,
+moderate submissions (hide, mark as hacked, re-run), moderate users (ban, make admin), and
+read the audit log of all of these."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
 
+from server.audit import service as audit
 from server.errors import BadRequest, KernelJudgeError
+from server.exports import service as exports
+from server.exports.endpoints import download
 from server.problems import service as problems
 from server.submissions import service as submissions
 from server.users import service as users
@@ -34,6 +38,7 @@ def render_problems(
         errors=errors or {},
         notice=notice,
         section="problems",
+        exports=[(table, fmt) for table in exports.TABLES for fmt in exports.FORMATS],
     )
 
 
@@ -45,6 +50,7 @@ def admin_problems(page: AdminPage) -> HTMLResponse:
 @router.post("/problems", response_class=HTMLResponse)
 async def upload_problem(request: Request, page: AdminPage) -> HTMLResponse:
     """The same unpacking and loading as ``POST /api/v1/problems``."""
+    assert page.viewer is not None
     form = await read_form(request, page.settings)
     upload = form.get("archive")
     name = str(form.get("name") or "").strip() or None
@@ -53,7 +59,7 @@ async def upload_problem(request: Request, page: AdminPage) -> HTMLResponse:
             raise BadRequest("choose a .zip or .tar.gz of a problem folder")
         raw = await upload.read(page.settings.max_archive_bytes + 1)
         problem, created = problems.add_problem_from_archive(
-            page.session, page.settings, raw, upload.filename, name
+            page.session, page.settings, raw, upload.filename, name, page.viewer
         )
     except KernelJudgeError as exc:
         return render_problems(page, errors={"archive": exc.detail}, status_code=exc.status_code)
@@ -67,11 +73,13 @@ async def upload_problem(request: Request, page: AdminPage) -> HTMLResponse:
 async def update_problem(
     name: str, request: Request, page: AdminPage
 ) -> HTMLResponse | RedirectResponse:
+    assert page.viewer is not None
     form = await read_form(request, page.settings)
     try:
         deadline = parse_deadline(str(form.get("deadline") or ""))
         problems.update_settings(
             page.session,
+            page.viewer,
             name,
             is_public=form.get("is_public") == "on",
             deadline=deadline,
@@ -80,6 +88,12 @@ async def update_problem(
     except BadRequest as exc:
         return render_problems(page, errors={name: exc.detail}, status_code=422)
     return page.redirect("/admin/problems")
+
+
+@router.get("/problems/{name}/export/{table}.{fmt}")
+def export_problem(name: str, table: str, fmt: str, page: AdminPage) -> Response:
+    """The same files as ``GET /api/v1/problems/{name}/export/...``, for a signed-in admin."""
+    return download(exports.export(page.session, page.settings, name, table, fmt))
 
 
 def parse_deadline(text: str) -> datetime | None:
@@ -108,7 +122,8 @@ async def moderate_submission(
 ) -> RedirectResponse:
     form = await read_form(request, page.settings)
     action = str(form.get("action") or "")
-    submission = submissions.moderate(page.session, submission_id, action)
+    assert page.viewer is not None
+    submission = submissions.moderate(page.session, submission_id, action, page.viewer)
     if action == "rerun":
         page.session.commit()  # before a worker can hear of it
         submissions.enqueue(submission, page.settings)
@@ -126,3 +141,14 @@ async def moderate_user(user_id: int, request: Request, page: AdminPage) -> Redi
     form = await read_form(request, page.settings)
     users.moderate_user(page.session, page.viewer, user_id, str(form.get("action") or ""))
     return page.redirect(f"/admin/users#u{user_id}")
+
+
+@router.get("/audit", response_class=HTMLResponse)
+def admin_audit(
+    page: AdminPage,
+    number: int = Query(default=1, ge=1, alias="page"),
+    per_page: int = Query(default=50, ge=1, le=audit.MAX_PER_PAGE),
+) -> HTMLResponse:
+    return page.render(
+        "admin/audit.html", log=audit.list_page(page.session, number, per_page), section="audit"
+    )

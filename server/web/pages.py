@@ -11,7 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
 
 from grader.problem import problem_from_files
-from server.errors import Conflict, Forbidden, KernelJudgeError, NotFound
+from server.errors import Conflict, Forbidden, KernelJudgeError, NotFound, TooManyRequests
 from server.leaderboards import service as leaderboards
 from server.models import Problem, Submission
 from server.problems import service as problems
@@ -181,6 +181,11 @@ async def submit(request: Request, page: SignedInPage) -> HTMLResponse | Redirec
             )
         except (Forbidden, Conflict) as exc:
             errors["form"] = exc.detail
+        except TooManyRequests as exc:
+            values["code"] = code
+            response = render_submit(page, values, {"form": exc.detail}, status_code=429)
+            response.headers.update(exc.headers)
+            return response
     if errors:
         values["code"] = code
         return render_submit(page, values, errors, status_code=422)

@@ -1,0 +1,1 @@
+"""The audit log: every admin action, who did it and when."""

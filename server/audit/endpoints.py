@@ -1,0 +1,45 @@
+"""Routes: the audit log of admin actions, for admins."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Query
+
+from server.audit import service
+from server.audit.schemas import AuditEntryOut, AuditLog
+from server.deps import AdminUser, SessionDep
+from server.errors import BadRequest, Forbidden, NotAuthenticated, responses
+
+router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
+
+
+@router.get(
+    "/audit",
+    response_model=AuditLog,
+    responses=responses(BadRequest, NotAuthenticated, Forbidden),
+    summary="Admin actions, newest first",
+)
+def read_audit_log(
+    session: SessionDep,
+    admin: AdminUser,
+    page: int = Query(default=1, ge=1),
+    per_page: int = Query(default=50, ge=1, le=service.MAX_PER_PAGE),
+) -> AuditLog:
+    found = service.list_page(session, page, per_page)
+    return AuditLog(
+        entries=[
+            AuditEntryOut(
+                id=entry.id,
+                created_at=entry.created_at,
+                actor=entry.actor_name,
+                actor_id=entry.actor_id,
+                action=entry.action,
+                target_type=entry.target_type,
+                target=entry.target,
+                details=entry.details,
+            )
+            for entry in found.entries
+        ],
+        page=found.page,
+        per_page=found.per_page,
+        total=found.total,
+    )

@@ -1,0 +1,26 @@
+"""Queries for the audit log."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from server.models import AuditEntry
+
+
+def add_entry(session: Session, entry: AuditEntry) -> None:
+    session.add(entry)
+    session.flush()
+
+
+def list_entries(session: Session, *, offset: int, limit: int) -> Sequence[AuditEntry]:
+    """Newest first."""
+    return session.scalars(
+        select(AuditEntry).order_by(AuditEntry.id.desc()).offset(offset).limit(limit)
+    ).all()
+
+
+def count_entries(session: Session) -> int:
+    return session.scalar(select(func.count()).select_from(AuditEntry)) or 0

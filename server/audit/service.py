@@ -1,0 +1,62 @@
+"""Recording admin actions and reading the log back a page at a time."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from server.audit import repository
+from server.errors import BadRequest
+from server.models import AuditEntry, User
+
+# Who acted when an action came from `kerneljudge` on the server rather than a signed-in admin.
+CLI_ACTOR = "cli"
+MAX_PER_PAGE = 200
+
+
+def record(
+    session: Session,
+    actor: User | None,
+    action: str,
+    *,
+    target_type: str,
+    target: str,
+    details: dict[str, Any] | None = None,
+) -> AuditEntry:
+    """Add an entry to the caller's transaction: it is committed with the action or not at all."""
+    entry = AuditEntry(
+        actor_id=actor.id if actor is not None else None,
+        actor_name=actor.name if actor is not None else CLI_ACTOR,
+        action=action,
+        target_type=target_type,
+        target=target[:100],
+        details=details or {},
+    )
+    repository.add_entry(session, entry)
+    return entry
+
+
+@dataclass(frozen=True)
+class AuditPage:
+    entries: Sequence[AuditEntry]
+    page: int
+    per_page: int
+    total: int
+
+    @property
+    def pages(self) -> int:
+        return max(1, math.ceil(self.total / self.per_page))
+
+
+def list_page(session: Session, page: int = 1, per_page: int = 50) -> AuditPage:
+    """One page of the log, newest first; pages count from 1."""
+    if page < 1:
+        raise BadRequest("page counts from 1")
+    if not 1 <= per_page <= MAX_PER_PAGE:
+        raise BadRequest(f"per_page is between 1 and {MAX_PER_PAGE}")
+    entries = repository.list_entries(session, offset=(page - 1) * per_page, limit=per_page)
+    return AuditPage(entries, page, per_page, repository.count_entries(session))

@@ -1,0 +1,1 @@
+"""Exports of a problem's leaderboard and submissions as CSV and Parquet."""
