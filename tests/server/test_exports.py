@@ -124,7 +124,7 @@ async def test_leaderboard_as_csv_and_parquet(client: httpx.AsyncClient, admin: 
 
 
 async def test_submissions_as_csv_and_parquet(client: httpx.AsyncClient, admin: Account) -> None:
-    (fast, slow), ids = competition("exportsubs")
+    _, ids = competition("exportsubs")
     with session_scope() as session:
         stored = {sid: session.get(Submission, sid) for sid in ids}
         expected = {
