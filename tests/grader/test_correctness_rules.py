@@ -92,9 +92,14 @@ def test_a_time_under_the_physical_floor_is_rejected(
 
 
 def _claiming(factor: str) -> str:
-    """ADD taking 2 ms per call, with the runner's timer patched to report `factor` of it."""
+    """ADD taking 2 ms of CPU per call (busy, not asleep: on the CPU the grader also counts
+    the sandbox's CPU time), with the runner's timer patched to report `factor` of it."""
+    busy = (
+        "a, b, out = data\n    t0 = time.perf_counter()\n"
+        "    while time.perf_counter() - t0 < 0.002:\n        pass"
+    )
     return (
-        ADD.replace("a, b, out = data", "a, b, out = data\n    time.sleep(0.002)")
+        ADD.replace("a, b, out = data", busy)
         + f"""
 import time
 import grader.timing

@@ -1,6 +1,6 @@
 # threat: 23
-# expect: passed
-# defence: the runner is killed at the end of the grading whatever its threads do
+# expect: passed, rejected
+# defence: the runner is killed at the end; a thread skewing its times gets it rejected
 """Starts a non-daemon thread that spins forever, so the runner never exits by itself."""
 
 import threading
