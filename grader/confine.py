@@ -101,8 +101,6 @@ def check_sandbox(kind: str, timeout_s: float = 120.0) -> str:
     would; return '' if it worked, else what went wrong (for a worker to refuse to start)."""
     with tempfile.TemporaryDirectory(prefix="kj-check-") as root:
         work = Path(root)
-        (work / "home").mkdir()
-        (work / "tmp").mkdir()
         try:
             result = sandbox.run(
                 [sys.executable, "-c", CHECK_SCRIPT.format(device=kind)],

@@ -136,11 +136,11 @@ def problem_files(module_text: str, *, description: str = "") -> dict[str, str]:
     }
 
 
-def find_module(folder: Path) -> Path | None:
-    """The one KernelBench module in `folder` (not searched below it), if there is one."""
-    found = [
+def find_modules(folder: Path, *, recursive: bool = False) -> list[Path]:
+    """The KernelBench modules in `folder` (and below it, if `recursive`), sorted."""
+    pattern = "**/*.py" if recursive else "*.py"
+    return [
         path
-        for path in sorted(folder.glob("*.py"))
+        for path in sorted(folder.glob(pattern))
         if path.is_file() and is_kernelbench_module(path.read_text(errors="replace"))
     ]
-    return found[0] if len(found) == 1 else None

@@ -153,8 +153,8 @@ def _kernelbench_module(path: Path) -> str | None:
             )
         return text
     if path.is_dir() and not (path / TASK_FILE).is_file():
-        module = kernelbench.find_module(path)
-        return module.read_text() if module is not None else None
+        modules = kernelbench.find_modules(path)
+        return modules[0].read_text() if len(modules) == 1 else None
     return None
 
 

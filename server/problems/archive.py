@@ -8,7 +8,7 @@ import tarfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from grader.kernelbench import is_kernelbench_module
+from grader.kernelbench import find_modules
 from server.errors import BadRequest, PayloadTooLarge
 
 MAX_FILES = 200
@@ -94,11 +94,7 @@ def find_problem_folder(root: Path) -> Path:
     KernelBench module (a .py file with Model, get_inputs and get_init_inputs)."""
     folders = sorted(path.parent for path in root.rglob("task.yml"))
     if not folders:
-        modules = [
-            path
-            for path in sorted(root.rglob("*.py"))
-            if path.is_file() and is_kernelbench_module(path.read_text(errors="replace"))
-        ]
+        modules = find_modules(root, recursive=True)
         if len(modules) == 1:
             return modules[0]
         if len(modules) > 1:
