@@ -77,9 +77,14 @@ def runner_env(work: Path, lib: Path, kind: str, isolated: bool) -> dict[str, st
         "TRITON_CACHE_DIR": f"{home}/.triton/cache",
         "TORCH_EXTENSIONS_DIR": f"{home}/.cache/torch_extensions",
     }
-    for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME"):
-        if name in os.environ:
-            env[name] = os.environ[name]
+    if "CUDA_HOME" in os.environ:
+        env["CUDA_HOME"] = os.environ["CUDA_HOME"]
+    if kind == "cuda":
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        # Isolated, the sandbox holds only this worker's GPUs' device nodes (sandbox.bwrap),
+        # and CUDA numbers those from 0: the host's CUDA_VISIBLE_DEVICES would name others.
+        if not isolated and "CUDA_VISIBLE_DEVICES" in os.environ:
+            env["CUDA_VISIBLE_DEVICES"] = os.environ["CUDA_VISIBLE_DEVICES"]
     if kind == "cpu":
         env["TRITON_INTERPRET"] = "1"  # Triton kernels run on CPU tensors in the interpreter
         # One thread: steadier times on a shared CPU, and CPU time that matches wall time

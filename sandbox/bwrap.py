@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,8 @@ SYSTEM_PATHS = (
 # The device nodes CUDA needs; never nvidia-uvm-tools (profiling other processes) or
 # nvidia-caps / nvidia-modeset.
 GPU_CONTROL_NODES = ("/dev/nvidiactl", "/dev/nvidia-uvm")
+# The driver's per-GPU folders, named by PCI address, each giving the GPU's device number.
+NVIDIA_PROC = Path("/proc/driver/nvidia/gpus")
 
 
 class SandboxUnavailable(RuntimeError):
@@ -53,14 +56,78 @@ def bwrap_path() -> str:
     return found
 
 
-def gpu_device_nodes() -> list[str]:
-    """The GPU device nodes on this host: /dev/nvidiaN plus the control nodes."""
+def gpu_device_nodes(visible: str | None = None) -> list[str]:
+    """The GPU device nodes a sandbox gets: the control nodes plus /dev/nvidiaN of the GPUs
+    `visible` names (CUDA_VISIBLE_DEVICES by default; every GPU when it is unset). Only the
+    worker's own GPUs: CUDA_VISIBLE_DEVICES alone is a request a submission's child process
+    could change, while a device node that is not there cannot be opened."""
     numbered = sorted(
         p for p in glob.glob("/dev/nvidia[0-9]*") if p[len("/dev/nvidia") :].isdigit()
     )
     if not numbered:
         return []
+    if visible is None:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        numbered = [f"/dev/nvidia{minor}" for minor in visible_gpu_minors(visible)]
     return numbered + [p for p in GPU_CONTROL_NODES if os.path.exists(p)]
+
+
+def visible_gpu_minors(visible: str) -> list[int]:
+    """The device-node numbers of the GPUs CUDA_VISIBLE_DEVICES names: indices in PCI bus
+    order (nvidia-smi's order, and CUDA's with CUDA_DEVICE_ORDER=PCI_BUS_ID) or UUIDs.
+    Refuses what it cannot map, rather than exposing every GPU of the host."""
+    wanted = [part.strip() for part in visible.split(",") if part.strip()]
+    if not wanted:
+        return []
+    gpus = _nvidia_gpus()
+    minors = []
+    for name in wanted:
+        match = [gpu for gpu in gpus if name in (gpu[0], gpu[1]) or gpu[1].startswith(name)]
+        if len(match) != 1:
+            raise SandboxUnavailable(
+                f"CUDA_VISIBLE_DEVICES names {name!r}, which is not one GPU of this host "
+                f"(nvidia-smi lists {[gpu[0] for gpu in gpus]})"
+            )
+        minors.append(match[0][2])
+    return minors
+
+
+def _nvidia_gpus() -> list[tuple[str, str, int]]:
+    """(index, uuid, device minor) of every GPU, from nvidia-smi and the driver's /proc."""
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        raise SandboxUnavailable("nvidia-smi is needed to find this worker's GPU device nodes")
+    try:
+        listing = subprocess.run(
+            [smi, "--query-gpu=index,uuid,pci.bus_id", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=30,
+        ).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise SandboxUnavailable(f"nvidia-smi failed: {exc}") from exc
+    gpus = []
+    for line in listing.splitlines():
+        if not line.strip():
+            continue
+        index, uuid, bus_id = (part.strip() for part in line.split(","))
+        gpus.append((index, uuid, _device_minor(bus_id)))
+    return gpus
+
+
+def _device_minor(bus_id: str) -> int:
+    """nvidia-smi writes an 8-digit PCI domain; the driver's /proc folder a 4-digit one."""
+    domain, rest = bus_id.lower().split(":", 1)
+    info = NVIDIA_PROC / f"{domain[-4:]}:{rest}" / "information"
+    try:
+        for line in info.read_text().splitlines():
+            if line.startswith("Device Minor:"):
+                return int(line.split(":", 1)[1])
+    except (OSError, ValueError) as exc:
+        raise SandboxUnavailable(f"cannot read the device number of GPU {bus_id}: {exc}") from exc
+    raise SandboxUnavailable(f"{info} names no device minor")
 
 
 @dataclass(frozen=True)

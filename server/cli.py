@@ -70,6 +70,9 @@ def worker(
     from server.submissions.tasks import WORKER_DEVICE_ENV, WORKER_PEAKS_ENV
 
     names = [q.strip() for q in (queues or "").split(",") if q.strip()]
+    # GPU indices in CUDA_VISIBLE_DEVICES then mean what nvidia-smi and the sandbox's
+    # device-node selection mean by them (CUDA's default order is fastest first).
+    os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     if not names or any(q != RESULTS_QUEUE for q in names):
         calibration = calibrate_local_device()
         device, peaks = calibration["device"], calibration["peaks"]
