@@ -74,4 +74,5 @@ KERNELS: dict[str, Callable[[], tuple[Call, float, float]]] = {
     "vectoradd_8192_load_inline": vectoradd("cuda_inline", 8192),
     "vectoradd_4096_torch": vectoradd("pytorch", 4096),
     "vectoradd_2048_torch_10us": vectoradd("pytorch", 2048),
+    "vectoradd_2048_triton_10us": vectoradd("triton", 2048),
 }

@@ -3,6 +3,7 @@
     python bench/validate_timing.py ours            # our median per kernel (JSON lines)
     python bench/validate_timing.py profile NAME    # run under ncu: NAME's calls in NVTX ranges
     python bench/validate_timing.py compare OUT     # both, and the table (needs ncu on PATH)
+    python bench/validate_timing.py gaps NAME       # NAME timed with idle gaps between samples
 
 `ours` uses grader.timing.Timer exactly as the runner does (L2 flush, launch lead, events,
 the stopping rule). The ncu pass replays each kernel of PROFILE_CALLS calls with
@@ -17,6 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import torch
@@ -44,6 +46,28 @@ def ours() -> dict[str, dict[str, float]]:
         print(json.dumps({"kernel": name, **results[name]}), flush=True)
         torch.cuda.empty_cache()
     return results
+
+
+def gaps(name: str, gaps_ms: tuple[float, ...] = (0.0, 2.0, 10.0, 50.0)) -> None:
+    """How much of a compute-bound kernel's gap to Nsight Compute is the clock: the same
+    samples with the GPU left idle between them, so the clock recovers from the power limit
+    that back-to-back calls hold it at."""
+    timer = Timer("cuda")
+    call, _, _ = KERNELS[name]()
+    timer.warm_up(lambda _data: call(), None)
+    for gap_ms in gaps_ms:
+        seconds, clocks = [], []
+        for _ in range(20):
+            time.sleep(gap_ms / 1e3)
+            sample, _ = timer.one_call(lambda _data: call(), None)
+            seconds.append(sample)
+            clocks.append(timer.sm_clock_mhz())
+        stats = summarize(seconds)
+        known = [c for c in clocks if c is not None]
+        print(json.dumps({
+            "kernel": name, "gap_ms": gap_ms, "median_us": stats["median_s"] * 1e6,
+            "cv": stats["cv"], "sm_clock_mhz_median": statistics.median(known) if known else None,
+        }), flush=True)  # fmt: skip
 
 
 def profile(name: str) -> None:
@@ -125,6 +149,8 @@ if __name__ == "__main__":
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", "/tmp/kj-bench-extensions")
     if sys.argv[1] == "ours":
         ours()
+    elif sys.argv[1] == "gaps":
+        gaps(sys.argv[2])
     elif sys.argv[1] == "profile":
         profile(sys.argv[2])
     else:

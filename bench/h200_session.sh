@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# One GPU session's runs, on a host of one or two H200s, as two streams on separate GPUs:
+#   bash bench/h200_session.sh validate   # A: timing vs ncu, repeatability, overhead
+#                                         # B: the sandbox with CUDA, the hostile corpus,
+#                                         #    every built-in solution in the sandbox
+#   bash bench/h200_session.sh service    # A: the service end to end on CUDA
+#                                         # B: every problem in benchmark mode, isolation cost
+# With one GPU the streams run one after the other. Needs .whl/ (bench/README.md: the
+# service's wheels and Debian 12's bubblewrap .deb); problems from outside this repository
+# (never committed) may be carried in .ext/ with their gpu_run.sh. Logs and JSON go to $OUT.
+set -u
+what="${1:?validate or service}"
+out="${OUT:-/tmp/kj-session}"; mkdir -p "$out"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .whl/*.whl || exit 1
+mkdir -p /tmp/bwrap && dpkg -x .whl/bubblewrap_*.deb /tmp/bwrap || exit 1
+export KJ_BWRAP=/tmp/bwrap/usr/bin/bwrap PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+export CUDA_DEVICE_ORDER=PCI_BUS_ID TORCH_EXTENSIONS_DIR=/tmp/kj-bench-extensions
+gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
+nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,memory.used \
+  --format=csv,noheader
+echo "cgroups: $(stat -fc %T /sys/fs/cgroup); own: $(tr '\n' ' ' </proc/self/cgroup)"
+python3 -c "import torch, triton; print('torch', torch.__version__, 'triton', triton.__version__)"
+
+step() {  # step SECONDS TITLE COMMAND...: one bounded step of a stream
+  local limit=$1 title=$2; shift 2
+  echo "== $title ($(date +%T))"
+  local started=$SECONDS
+  timeout -k 10 "$limit" "$@"; local rc=$?
+  echo "== $title: exit $rc after $((SECONDS - started)) s"
+}
+
+validate_a() {
+  step 60 "overhead: test-mode grading from process start to report" \
+    python3 bench/repeatability.py overhead vectoradd pytorch --out "$out/overhead.json"
+  step 260 "our medians against ncu" python3 bench/validate_timing.py compare "$out"
+  step 40 "GEMM 8192 with idle gaps between samples" \
+    python3 bench/validate_timing.py gaps gemm_bf16_8192_torch
+  step 300 "vectoradd graded ${RUNS:-10} times in fresh processes" \
+    python3 bench/repeatability.py runs vectoradd pytorch --runs "${RUNS:-10}" \
+    --out "$out/repeat_vectoradd.json"
+}
+
+validate_b() {
+  step 60 "sandbox check (cuda)" python3 -c "
+import time; from grader.confine import check_sandbox
+t = time.monotonic(); problem = check_sandbox('cuda')
+print('ok' if not problem else problem, f'{time.monotonic() - t:.1f} s')"
+  step 60 "sandbox check (cuda), /sys exposed read-only" env \
+    KJ_SANDBOX_RO_PATHS=/sys/devices:/sys/bus:/sys/module python3 -c "
+import time; from grader.confine import check_sandbox
+t = time.monotonic(); problem = check_sandbox('cuda')
+print('ok' if not problem else problem, f'{time.monotonic() - t:.1f} s')"
+  if [ "$gpus" -gt 1 ]; then
+    step 90 "only this worker's GPU in the sandbox" python3 bench/gpu_nodes_check.py
+  fi
+  step 30 "GPU state before the corpus" python3 -c \
+    "from grader.hygiene import gpu_state; print(gpu_state())"
+  step 90 "sandbox tests" python3 -m pytest -q -p no:cacheprovider tests/sandbox
+  cuda_cases=$(grep -l 'device.*cuda' tests/hostile/cases/*.py | xargs -n1 basename \
+    | sed 's/\.py$//' | paste -sd'|' | sed 's/|/ or /g')
+  step 150 "hostile corpus, CUDA cases" python3 -m pytest -q -p no:cacheprovider -rs \
+    tests/hostile -k "$cuda_cases"
+  step 30 "GPU state after the CUDA cases" python3 -c \
+    "from grader.hygiene import gpu_state; print(gpu_state())"
+  step 150 "hostile corpus, CPU cases (cgroup v2 host)" python3 -m pytest -q \
+    -p no:cacheprovider -n 8 tests/hostile -k "not ($cuda_cases)"
+  step 240 "built-in solutions in the sandbox, test mode on CUDA" python3 -m pytest -q \
+    -p no:cacheprovider -rs -n 6 tests/grader/test_builtin_problems.py
+  if [ -f .ext/gpu_run.sh ]; then  # other people's problems, carried, never committed
+    step 200 "problems from outside this repository" env DEVICE=cuda bash .ext/gpu_run.sh
+  fi
+}
+
+service_a() {
+  step 300 "service demo: serve + a sandboxed worker on CUDA, HTTP submissions" \
+    python3 bench/service_demo.py problems/vectoradd/solutions/pytorch.py \
+    problems/vectoradd/solutions/triton.py problems/vectoradd/solutions/wrong_zeros.py
+  step 120 "cost of isolation on CUDA" \
+    python3 bench/sandbox_overhead.py --device cuda --runs 3
+}
+
+service_b() {
+  step 420 "every built-in problem in benchmark mode" \
+    python3 bench/problem_times.py --out "$out/problem_times.json"
+}
+
+run_streams() {  # run_streams A B: on GPUs 0 and 1 at once, or one after the other
+  if [ "$gpus" -gt 1 ]; then
+    CUDA_VISIBLE_DEVICES=0 "$1" >"$out/a.log" 2>&1 &
+    CUDA_VISIBLE_DEVICES=1 "$2" >"$out/b.log" 2>&1 &
+    wait
+  else
+    "$1" >"$out/a.log" 2>&1; "$2" >"$out/b.log" 2>&1
+  fi
+  echo "---- stream A"; grep -v '"GET /api' "$out/a.log" | tail -c 5500
+  echo "---- stream B"; tail -c 5500 "$out/b.log"
+}
+
+case "$what" in
+  validate) run_streams validate_a validate_b ;;
+  service) run_streams service_a service_b ;;
+  *) echo "unknown: $what"; exit 2 ;;
+esac
