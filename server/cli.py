@@ -293,22 +293,44 @@ def user_password(name: Annotated[str, typer.Argument(help="the user's name")]) 
 
 @problem_app.command("add")
 def problem_add(
-    path: Annotated[Path, typer.Argument(help="a GPU MODE problem folder")],
+    path: Annotated[Path, typer.Argument(help="a GPU MODE problem folder or KernelBench module")],
     name: Annotated[str | None, typer.Option(help="name; default: the folder's")] = None,
+    leaderboard: Annotated[
+        str,
+        typer.Option(
+            help="on a new version: carry_over (the leaderboard keeps earlier versions' rows) "
+            "or archive (it starts empty; earlier versions' stay readable)"
+        ),
+    ] = "carry_over",
 ) -> None:
-    """Add a problem, or a new version of it when its files changed."""
+    """Add a problem, or a new version of it when its files changed. It goes live once a
+    worker of each device type has validated it (`kerneljudge serve` or `worker` must run)."""
     from server.db import session_scope
     from server.errors import KernelJudgeError
+    from server.problems import validation
     from server.problems.service import add_problem_from_path
+    from server.settings import get_settings
 
+    settings = get_settings()
     prepare_database()
     try:
         with session_scope() as session:
-            problem = add_problem_from_path(session, path, name, actor=None)
-            typer.echo(f"problem {problem.name!r} is at version {problem.version}")
+            problem = add_problem_from_path(
+                session, settings, path, name, actor=None, leaderboard=leaderboard
+            )
     except KernelJudgeError as exc:
         err.print(f"[red]error:[/] {exc.detail}")
         raise typer.Exit(1) from exc
+    # Committed above: now a worker may hear of the validation round.
+    with session_scope() as session:
+        sent = validation.enqueue(session, problem, settings)
+        rows = validation.current_round(session, problem)
+    typer.echo(f"problem {problem.name!r} is at version {problem.version}")
+    if sent:
+        gpus = ", ".join(row.gpu_type for row in rows)
+        typer.echo(f"status: {problem.status}; validation sent to the {gpus} queue(s)")
+    else:
+        typer.echo(f"status: {problem.status}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""The tables: users and their API tokens, problems, submissions and their per-case runs,
-failed log-ins and the audit log of admin actions."""
+"""The tables: users and their API tokens, problems and their validations, submissions and
+their per-case runs, failed log-ins and the audit log of admin actions."""
 
 from __future__ import annotations
 
@@ -110,8 +110,43 @@ class Problem(Base):
     deadline: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # Organizers may publish every submission's code once the deadline has passed.
     code_public_after_deadline: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Before it the problem is hidden from everyone but admins.
+    starts_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # "validating" (its current version is being validated on the workers), "live" or
+    # "invalid"; only a live problem is shown to competitors and takes submissions.
+    status: Mapped[str] = mapped_column(String(16), default="live")
+    # Which round of validation counts: results of an earlier round are kept, not applied.
+    validation_attempt: Mapped[int] = mapped_column(Integer, default=0)
+    # The live leaderboard ranks submissions made against this version or later: kept at 1
+    # when updates carry the leaderboard over, moved to the new version when they archive it.
+    leaderboard_from_version: Mapped[int] = mapped_column(Integer, default=1)
+    # Example solutions shipped with the problem (path under the folder -> code), graded
+    # when it is validated; never sent to competitors' gradings.
+    solutions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ProblemValidation(Base):
+    """One device type's validation of one version of a problem, in one round; its report
+    comes back from a worker through the results step."""
+
+    __tablename__ = "problem_validations"
+    __table_args__ = (UniqueConstraint("problem_id", "attempt", "gpu_type"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    problem_id: Mapped[int] = mapped_column(
+        ForeignKey("problems.id", ondelete="CASCADE"), index=True
+    )
+    problem_version: Mapped[int] = mapped_column(Integer)
+    attempt: Mapped[int] = mapped_column(Integer)
+    gpu_type: Mapped[str] = mapped_column(String(32))
+    # "queued", then "passed" (every check as expected) or "failed".
+    status: Mapped[str] = mapped_column(String(16), default="queued")
+    report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    worker: Mapped[str | None] = mapped_column(String(200), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
 class Submission(Base):

@@ -1,5 +1,5 @@
-"""The Celery app: one queue per device type for gradings, and a ``results`` queue served
-next to the API, where reports are written to the database."""
+"""The Celery app: one queue per device type for gradings and problem validations, and a
+``results`` queue served next to the API, where reports are written to the database."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def make_celery(settings: Settings) -> Celery:
         transport_options["unacked_restore_interval"] = settings.restore_interval_s
         transport_options["unacked_restore_throttle"] = 1
     app.conf.update(
-        imports=["server.submissions.tasks"],
+        imports=["server.submissions.tasks", "server.problems.tasks"],
         task_serializer="json",
         accept_content=["json"],
         # Reports go to our own tables through the results step, never to a result backend.

@@ -25,12 +25,20 @@ def read_leaderboard(
     settings: SettingsDep,
     user: OptionalUser,
     gpu: str | None = Query(default=None, max_length=32, description="device type"),
+    version: int | None = Query(
+        default=None,
+        ge=1,
+        description="one version's leaderboard (e.g. one an update archived); "
+        "default: the live leaderboard",
+    ),
 ) -> Leaderboard:
     record = problems.get_visible_problem(session, problem, user)
     gpu_type = service.choose_gpu(record, settings, gpu)
     return Leaderboard(
         problem=record.name,
         gpu=gpu_type,
+        version=version,
+        from_version=record.leaderboard_from_version,
         entries=[
             LeaderboardEntry(
                 rank=entry.rank,
@@ -39,7 +47,8 @@ def read_leaderboard(
                 sol_fraction=entry.sol_fraction,
                 submission_id=entry.submission_id,
                 submitted_at=entry.submitted_at,
+                problem_version=entry.problem_version,
             )
-            for entry in service.entries(session, record, gpu_type)
+            for entry in service.entries(session, record, gpu_type, version)
         ],
     )

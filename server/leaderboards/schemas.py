@@ -18,9 +18,16 @@ class LeaderboardEntry(BaseModel):
     )
     submission_id: int
     submitted_at: datetime
+    problem_version: int = Field(description="the problem's version the submission was graded on")
 
 
 class Leaderboard(BaseModel):
     problem: str
     gpu: str
+    version: int | None = Field(
+        default=None, description="the one version asked for; null for the live leaderboard"
+    )
+    from_version: int = Field(
+        description="the live leaderboard ranks submissions to this version and later"
+    )
     entries: list[LeaderboardEntry]

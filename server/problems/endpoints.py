@@ -1,4 +1,5 @@
-"""Routes: list and read problems; admins add or update one from an archive."""
+"""Routes: list and read problems; admins add or update one from an archive, read its
+validation and run it again."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from server.deps import AdminUser, OptionalUser, SessionDep, SettingsDep
 from server.errors import BadRequest, Forbidden, NotAuthenticated, NotFound, PayloadTooLarge
 from server.errors import responses as error_responses
 from server.models import Problem
-from server.problems import service
-from server.problems.schemas import ProblemOut, ProblemSummary
+from server.problems import repository, service, validation
+from server.problems.schemas import DeviceValidation, ProblemOut, ProblemSummary, ValidationOut
 from server.settings import Settings
 
 router = APIRouter(prefix="/api/v1/problems", tags=["problems"])
@@ -22,6 +23,10 @@ def summary(problem: Problem, settings: Settings) -> ProblemSummary:
         version=problem.version,
         gpu_types=service.gpu_types_for(problem, settings),
         updated_at=problem.updated_at,
+        status=problem.status,
+        starts_at=problem.starts_at,
+        deadline=problem.deadline,
+        leaderboard_from_version=problem.leaderboard_from_version,
     )
 
 
@@ -33,6 +38,27 @@ def detail(problem: Problem, settings: Settings) -> ProblemOut:
         tests=loaded.tests,
         benchmarks=loaded.benchmarks,
         template=loaded.submission_template or None,
+    )
+
+
+def validation_out(session: SessionDep, problem: Problem) -> ValidationOut:
+    return ValidationOut(
+        problem=problem.name,
+        version=problem.version,
+        status=problem.status,
+        attempt=problem.validation_attempt,
+        devices=[
+            DeviceValidation(
+                gpu=row.gpu_type,
+                version=row.problem_version,
+                status=row.status,
+                worker=row.worker,
+                created_at=row.created_at,
+                finished_at=row.finished_at,
+                report=row.report,
+            )
+            for row in validation.current_round(session, problem)
+        ],
     )
 
 
@@ -60,7 +86,8 @@ def read_problem(
     status_code=201,
     response_model=ProblemOut,
     responses=error_responses(BadRequest, PayloadTooLarge, NotAuthenticated, Forbidden),
-    summary="Add a problem, or a new version of it, from a .zip or .tar.gz of its folder",
+    summary="Add a problem, or a new version of it, from a .zip or .tar.gz of its folder; "
+    "it goes live once validated on the workers",
 )
 async def add_problem(
     session: SessionDep,
@@ -68,11 +95,48 @@ async def add_problem(
     admin: AdminUser,
     archive_file: UploadFile = File(alias="archive", description="a .zip or .tar.gz"),
     name: str | None = Form(default=None, max_length=100),
+    leaderboard: str = Form(
+        default=service.CARRY_OVER,
+        description="on a new version: 'carry_over' keeps earlier versions' rows on the live "
+        "leaderboard; 'archive' starts it empty (earlier versions' stay readable)",
+    ),
 ) -> ProblemOut:
     raw = await archive_file.read(settings.max_archive_bytes + 1)
     problem, created = service.add_problem_from_archive(
-        session, settings, raw, archive_file.filename or "", name, admin
+        session, settings, raw, archive_file.filename or "", name, admin, leaderboard
     )
+    # The validation round must be committed before a worker can hear of it.
+    session.commit()
+    validation.enqueue(session, problem, settings)
     out = detail(problem, settings)
     out.created = created
     return out
+
+
+@router.get(
+    "/{name}/validation",
+    response_model=ValidationOut,
+    responses=error_responses(NotAuthenticated, Forbidden, NotFound),
+    summary="The current version's validation: each device type's report",
+)
+def read_validation(name: str, session: SessionDep, admin: AdminUser) -> ValidationOut:
+    problem = repository.get_problem(session, name)
+    if problem is None:
+        raise NotFound(f"no problem named {name!r}")
+    return validation_out(session, problem)
+
+
+@router.post(
+    "/{name}/validation",
+    status_code=202,
+    response_model=ValidationOut,
+    responses=error_responses(NotAuthenticated, Forbidden, NotFound),
+    summary="Validate the current version again; the problem is not live until it ends clean",
+)
+def rerun_validation(
+    name: str, session: SessionDep, settings: SettingsDep, admin: AdminUser
+) -> ValidationOut:
+    problem = service.rerun_validation(session, settings, name, admin)
+    session.commit()
+    validation.enqueue(session, problem, settings)
+    return validation_out(session, problem)

@@ -7,15 +7,36 @@ from collections.abc import Sequence
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from server.models import Problem
+from server.models import Problem, ProblemValidation
 
 
-def get_problem(session: Session, name: str) -> Problem | None:
-    return session.scalar(select(Problem).where(Problem.name == name))
+def get_problem(session: Session, name: str, *, for_update: bool = False) -> Problem | None:
+    query = select(Problem).where(Problem.name == name)
+    if for_update:
+        query = query.with_for_update()
+    return session.scalar(query)
 
 
-def list_problems(session: Session, *, include_hidden: bool) -> Sequence[Problem]:
-    query = select(Problem).order_by(Problem.name)
-    if not include_hidden:
-        query = query.where(Problem.is_public.is_(True))
-    return session.scalars(query).all()
+def get_problem_by_id(
+    session: Session, problem_id: int, *, for_update: bool = False
+) -> Problem | None:
+    query = select(Problem).where(Problem.id == problem_id)
+    if for_update:
+        query = query.with_for_update()
+    return session.scalar(query)
+
+
+def list_problems(session: Session) -> Sequence[Problem]:
+    return session.scalars(select(Problem).order_by(Problem.name)).all()
+
+
+def get_validation(session: Session, validation_id: int) -> ProblemValidation | None:
+    return session.get(ProblemValidation, validation_id)
+
+
+def validations_of_round(session: Session, problem_id: int, attempt: int) -> Sequence[ProblemValidation]:
+    return session.scalars(
+        select(ProblemValidation)
+        .where(ProblemValidation.problem_id == problem_id, ProblemValidation.attempt == attempt)
+        .order_by(ProblemValidation.gpu_type)
+    ).all()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 
 class ProblemSummary(BaseModel):
@@ -13,6 +13,19 @@ class ProblemSummary(BaseModel):
     version: int
     gpu_types: list[str]
     updated_at: datetime
+    status: str = Field(
+        description="'live'; admins also see 'validating' (the current version is being "
+        "validated on the workers) and 'invalid' (it failed validation)"
+    )
+    starts_at: datetime | None = Field(
+        default=None, description="before it, only admins see the problem"
+    )
+    deadline: datetime | None = Field(
+        default=None, description="after it, leaderboard-mode submissions are refused"
+    )
+    leaderboard_from_version: int = Field(
+        description="the live leaderboard ranks submissions made against this version or later"
+    )
 
 
 class ProblemOut(ProblemSummary):
@@ -21,3 +34,25 @@ class ProblemOut(ProblemSummary):
     benchmarks: list[dict[str, Any]]
     template: str | None
     created: bool | None = None
+
+
+class DeviceValidation(BaseModel):
+    gpu: str
+    version: int
+    status: str = Field(description="'queued', then 'passed' or 'failed'")
+    worker: str | None
+    created_at: datetime
+    finished_at: datetime | None
+    report: dict[str, Any] | None = Field(
+        description="the worker's report: status, message and checks, each with name, kind "
+        "('reference' or 'solution'), expected ('pass' or 'fail'), outcome ('ok', 'problem' "
+        "or 'skipped'), status (the grading's verdict) and message"
+    )
+
+
+class ValidationOut(BaseModel):
+    problem: str
+    version: int
+    status: str = Field(description="the problem's status: 'validating', 'live' or 'invalid'")
+    attempt: int = Field(description="the validation round that decides the status")
+    devices: list[DeviceValidation]

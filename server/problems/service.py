@@ -1,4 +1,5 @@
-"""Adding problems (built-in ones on start, others from a folder) and reading them."""
+"""Adding problems (built-in ones on start, others from a folder, validated before they go
+live), who may see them, and the settings organizers give them."""
 
 from __future__ import annotations
 
@@ -14,23 +15,42 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from grader.problem import Problem as GraderProblem
-from grader.problem import ProblemError, builtin_problems, load_problem
+from grader.problem import BUILTIN_DIR, ProblemError, builtin_problems, load_problem
+from grader.validate import example_solutions
 from server.audit import service as audit
 from server.devices import local_device
-from server.errors import BadRequest, NotFound, PayloadTooLarge
+from server.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
 from server.models import Problem, User, utcnow
-from server.problems import archive, repository
+from server.problems import archive, repository, validation
 from server.settings import Settings
 
 PROBLEM_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
+LIVE = "live"
+# What happens to the leaderboard when a problem gets a new version.
+CARRY_OVER = "carry_over"
+ARCHIVE = "archive"
+LEADERBOARD_CHOICES = (CARRY_OVER, ARCHIVE)
 
 
 def files_digest(files: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
-def upsert_problem(session: Session, loaded: GraderProblem, name: str | None = None) -> Problem:
-    """Add a problem, or make a new version of it when its files changed."""
+def upsert_problem(
+    session: Session,
+    loaded: GraderProblem,
+    name: str | None = None,
+    *,
+    solutions: dict[str, str] | None = None,
+    leaderboard: str = CARRY_OVER,
+) -> Problem:
+    """Add a problem, or make a new version of it when its files changed. With ``archive``,
+    the live leaderboard of a new version starts empty (earlier versions' stay readable);
+    with ``carry_over`` it keeps earlier versions' rows."""
+    if leaderboard not in LEADERBOARD_CHOICES:
+        raise BadRequest(
+            f"unknown leaderboard choice {leaderboard!r}; use {' or '.join(LEADERBOARD_CHOICES)}"
+        )
     name = (name or loaded.name).lower()
     if not PROBLEM_NAME.match(name):
         raise BadRequest(
@@ -48,6 +68,7 @@ def upsert_problem(session: Session, loaded: GraderProblem, name: str | None = N
             version=1,
             gpu_types=gpu_types,
             secret_seed=secrets.randbits(62),
+            solutions=solutions or {},
         )
         session.add(problem)
     elif problem.files_sha256 != digest:
@@ -59,6 +80,10 @@ def upsert_problem(session: Session, loaded: GraderProblem, name: str | None = N
         # A new version gets a new secret seed: ranked inputs never carry over.
         problem.secret_seed = secrets.randbits(62)
         problem.updated_at = utcnow()
+        if leaderboard == ARCHIVE:
+            problem.leaderboard_from_version = problem.version
+    if solutions is not None and problem.solutions != solutions:
+        problem.solutions = solutions
     session.flush()
     return problem
 
@@ -70,8 +95,10 @@ def add_problem_from_archive(
     filename: str,
     name: str | None,
     actor: User,
+    leaderboard: str = CARRY_OVER,
 ) -> tuple[Problem, bool]:
-    """Unpack an uploaded archive and add its problem; returns it and whether it is new."""
+    """Unpack an uploaded archive and add its problem, to be validated; returns it and
+    whether it is new. The caller commits, then calls ``validation.enqueue``."""
     if len(raw) > settings.max_archive_bytes:
         raise PayloadTooLarge(f"the archive is over {settings.max_archive_bytes} bytes")
     with tempfile.TemporaryDirectory(prefix="kj-upload-") as scratch:
@@ -81,7 +108,13 @@ def add_problem_from_archive(
         before = current_version(session, name or folder.name)
         try:
             problem = add_problem_from_path(
-                session, folder, name, actor=actor, source=f"archive {filename}"
+                session,
+                settings,
+                folder,
+                name,
+                actor=actor,
+                source=f"archive {filename}",
+                leaderboard=leaderboard,
             )
         except BadRequest as exc:
             # Name files as they are in the archive, not where the server unpacked them.
@@ -91,26 +124,35 @@ def add_problem_from_archive(
 
 def add_problem_from_path(
     session: Session,
+    settings: Settings,
     path: Path,
     name: str | None = None,
     *,
     actor: User | None,
     source: str | None = None,
+    leaderboard: str = CARRY_OVER,
 ) -> Problem:
     """An admin's (or, with no actor, the command line's) add or update, written to the audit
-    log: ``problem.add``, ``problem.update`` (a new version) or ``problem.unchanged``."""
+    log: ``problem.add``, ``problem.update`` (a new version) or ``problem.unchanged``. A new
+    problem or version (or new example solutions) is not live until it has been validated;
+    the caller commits, then calls ``validation.enqueue``."""
     try:
         loaded = load_problem(path)
     except ProblemError as exc:
         raise BadRequest(str(exc)) from exc
     before = current_version(session, name or loaded.name)
-    problem = upsert_problem(session, loaded, name)
+    previous = repository.get_problem(session, (name or loaded.name).lower())
+    solutions_before = dict(previous.solutions) if previous is not None else None
+    solutions = example_solutions(path) if path.is_dir() else {}
+    problem = upsert_problem(session, loaded, name, solutions=solutions, leaderboard=leaderboard)
     if before is None:
         action = "problem.add"
     elif problem.version != before:
         action = "problem.update"
     else:
         action = "problem.unchanged"
+    if action != "problem.unchanged" or solutions != solutions_before:
+        validation.start(session, problem, gpu_types_for(problem, settings))
     audit.record(
         session,
         actor,
@@ -122,24 +164,77 @@ def add_problem_from_path(
             "previous_version": before,
             "files_sha256": problem.files_sha256,
             "source": source or f"folder {path}",
+            "leaderboard": leaderboard if action == "problem.update" else None,
+            "status": problem.status,
         },
     )
     return problem
 
 
 def sync_builtin_problems(session: Session) -> list[Problem]:
-    return [upsert_problem(session, loaded) for loaded in builtin_problems()]
+    """The built-in problems are graded in CI, so they are live without a validation round;
+    an admin may still run one."""
+    synced = []
+    for loaded in builtin_problems():
+        before = current_version(session, loaded.name)
+        problem = upsert_problem(
+            session, loaded, solutions=example_solutions(BUILTIN_DIR / loaded.name)
+        )
+        if problem.version != before:
+            problem.status = LIVE
+        synced.append(problem)
+    return synced
+
+
+def is_admin(user: User | None) -> bool:
+    return bool(user and user.is_admin)
+
+
+def started(problem: Problem) -> bool:
+    return problem.starts_at is None or utcnow() >= problem.starts_at
+
+
+def shown_to_everyone(problem: Problem) -> bool:
+    """Competitors see a problem that is visible, live and has started; admins see all."""
+    return problem.is_public and problem.status == LIVE and started(problem)
 
 
 def get_visible_problem(session: Session, name: str, user: User | None) -> Problem:
     problem = repository.get_problem(session, name)
-    if problem is None or (not problem.is_public and not (user and user.is_admin)):
+    if problem is None or not (is_admin(user) or shown_to_everyone(problem)):
         raise NotFound(f"no problem named {name!r}")
     return problem
 
 
+def get_problem_to_submit(session: Session, name: str, user: User) -> Problem:
+    """The problem a submission is for. Competitors get 404 for a hidden problem or one that
+    has not started, and 409 for one that is not live (its current version is being
+    validated or failed validation); admins may try a problem before it starts."""
+    problem = repository.get_problem(session, name)
+    if problem is None or not (is_admin(user) or (problem.is_public and started(problem))):
+        raise NotFound(f"no problem named {name!r}")
+    if problem.status != LIVE:
+        raise Conflict(not_live_message(problem))
+    return problem
+
+
+def not_live_message(problem: Problem) -> str:
+    if problem.status == validation.VALIDATING:
+        return (
+            f"problem {problem.name!r} (version {problem.version}) is being validated on the "
+            "workers; it takes submissions once it is live"
+        )
+    return (
+        f"problem {problem.name!r} (version {problem.version}) failed validation and takes no "
+        "submissions until the organizers fix it"
+    )
+
+
 def list_visible_problems(session: Session, user: User | None) -> Sequence[Problem]:
-    return repository.list_problems(session, include_hidden=bool(user and user.is_admin))
+    everything = repository.list_problems(session)
+    if is_admin(user):
+        return everything
+    return [problem for problem in everything if shown_to_everyone(problem)]
 
 
 def gpu_types_for(problem: Problem, settings: Settings) -> list[str]:
@@ -163,6 +258,7 @@ def update_settings(
     is_public: bool,
     deadline: datetime | None,
     code_public_after_deadline: bool,
+    starts_at: datetime | None = None,
 ) -> Problem:
     """What organizers set on a problem besides its files; the audit log gets each setting
     that changed, before and after."""
@@ -171,8 +267,13 @@ def update_settings(
         raise NotFound(f"no problem named {name!r}")
     if deadline is not None and deadline.tzinfo is None:
         raise BadRequest("give the deadline with its time zone")
+    if starts_at is not None and starts_at.tzinfo is None:
+        raise BadRequest("give the start time with its time zone")
+    if starts_at is not None and deadline is not None and starts_at >= deadline:
+        raise BadRequest("the start time must come before the deadline")
     before = settings_of(problem)
     problem.is_public = is_public
+    problem.starts_at = starts_at
     problem.deadline = deadline
     problem.code_public_after_deadline = code_public_after_deadline
     after = settings_of(problem)
@@ -193,6 +294,7 @@ def settings_of(problem: Problem) -> dict[str, object]:
     """The organizer's settings as JSON values, for the audit log."""
     return {
         "is_public": problem.is_public,
+        "starts_at": problem.starts_at.isoformat() if problem.starts_at else None,
         "deadline": problem.deadline.isoformat() if problem.deadline else None,
         "code_public_after_deadline": problem.code_public_after_deadline,
     }
@@ -201,3 +303,27 @@ def settings_of(problem: Problem) -> dict[str, object]:
 def current_version(session: Session, name: str) -> int | None:
     problem = repository.get_problem(session, name.lower())
     return None if problem is None else problem.version
+
+
+def rerun_validation(session: Session, settings: Settings, name: str, admin: User) -> Problem:
+    """An admin's new validation round for the problem's current version, written to the
+    audit log as ``problem.validate``; the caller commits, then calls
+    ``validation.enqueue``. Until the round ends the problem is not live."""
+    problem = repository.get_problem(session, name, for_update=True)
+    if problem is None:
+        raise NotFound(f"no problem named {name!r}")
+    before = problem.status
+    validation.start(session, problem, gpu_types_for(problem, settings))
+    audit.record(
+        session,
+        admin,
+        "problem.validate",
+        target_type="problem",
+        target=problem.name,
+        details={
+            "version": problem.version,
+            "attempt": problem.validation_attempt,
+            "status_before": before,
+        },
+    )
+    return problem

@@ -67,7 +67,12 @@ def create_submission(
         raise Forbidden("this account is banned")
     if mode not in MODES:
         raise BadRequest(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
-    problem = problems.get_visible_problem(session, problem_name, user)
+    problem = problems.get_problem_to_submit(session, problem_name, user)
+    if mode == "leaderboard" and not problems.started(problem):
+        raise Conflict(
+            f"the competition on {problem.name!r} opens at {problem.starts_at:%Y-%m-%d %H:%M} "
+            "UTC; until then admins may make test and benchmark runs"
+        )
     if mode == "leaderboard" and problems.deadline_passed(problem):
         raise Conflict(
             f"the competition on {problem.name!r} closed at {problem.deadline:%Y-%m-%d %H:%M} UTC; "
@@ -155,10 +160,11 @@ def get_submission_for(session: Session, submission_id: int, user: User) -> Subm
 
 
 def can_see(viewer: User | None, submission: Submission) -> bool:
-    """Results of a submission are public unless an organizer hid it or its problem."""
+    """Results of a submission are public unless an organizer hid it, or its problem is
+    hidden, not live or not started."""
     if viewer is not None and (viewer.is_admin or viewer.id == submission.user_id):
         return True
-    return submission.problem.is_public and not submission.is_hidden
+    return problems.shown_to_everyone(submission.problem) and not submission.is_hidden
 
 
 def can_see_code(viewer: User | None, submission: Submission) -> bool:

@@ -36,7 +36,7 @@ def grade(submission_id: int, payload: dict[str, Any]) -> dict[str, Any]:
 
     device = os.environ.get(WORKER_DEVICE_ENV, "cpu")
     if device == "cuda":
-        _refuse_unclean_gpu(submission_id)
+        refuse_unclean_gpu(f"submission {submission_id}")
     record_started.apply_async((submission_id, worker_name()), queue=RESULTS_QUEUE)
     measured = os.environ.get(WORKER_PEAKS_ENV)
     try:
@@ -64,7 +64,7 @@ def grade(submission_id: int, payload: dict[str, Any]) -> dict[str, Any]:
     return {"submission_id": submission_id, "worker": worker_name(), "report": report}
 
 
-def _refuse_unclean_gpu(submission_id: int) -> None:
+def refuse_unclean_gpu(job: str) -> None:
     """Grade only on a GPU as clean as at the worker's start. This process has not touched
     CUDA yet (one grading per process), so what is in use belongs to someone else: most
     likely a previous submission that outlived its grading. Put the job back for another
@@ -76,10 +76,10 @@ def _refuse_unclean_gpu(submission_id: int) -> None:
     if not problem:
         return
     log.critical(
-        "this worker takes itself out of service: the GPU is not clean (%s); submission %s "
-        "goes back to the queue",
+        "this worker takes itself out of service: the GPU is not clean (%s); %s goes back "
+        "to the queue",
         problem,
-        submission_id,
+        job,
     )
     os.kill(os.getppid(), signal.SIGTERM)  # the worker's main process: a warm shutdown
     raise Reject(f"GPU not clean: {problem}", requeue=True)

@@ -1,4 +1,5 @@
-"""Admin pages: add problems and set their deadline and visibility, download their exports,
+"""Admin pages: add problems (with the leaderboard's fate on a new version), follow and re-run
+their validation, set their start time, deadline and visibility, download their exports,
 moderate submissions (hide, mark as hacked, re-run), moderate users (ban, make admin), and
 read the audit log of all of these."""
 
@@ -15,6 +16,7 @@ from server.errors import BadRequest, KernelJudgeError
 from server.exports import service as exports
 from server.exports.endpoints import download
 from server.problems import service as problems
+from server.problems import validation
 from server.submissions import service as submissions
 from server.users import service as users
 from server.web.page import AdminPage, Page
@@ -31,10 +33,13 @@ def admin_home(page: AdminPage) -> RedirectResponse:
 def render_problems(
     page: Page, errors: dict[str, str] | None = None, notice: str = "", status_code: int = 200
 ) -> HTMLResponse:
+    listed = problems.list_visible_problems(page.session, page.viewer)
     return page.render(
         "admin/problems.html",
         status_code=status_code,
-        problems=problems.list_visible_problems(page.session, page.viewer),
+        problems=listed,
+        validations={p.id: validation.current_round(page.session, p) for p in listed},
+        leaderboard_choices=problems.LEADERBOARD_CHOICES,
         errors=errors or {},
         notice=notice,
         section="problems",
@@ -54,19 +59,26 @@ async def upload_problem(request: Request, page: AdminPage) -> HTMLResponse:
     form = await read_form(request, page.settings)
     upload = form.get("archive")
     name = str(form.get("name") or "").strip() or None
+    leaderboard = str(form.get("leaderboard") or problems.CARRY_OVER)
     try:
         if not isinstance(upload, UploadFile) or not upload.filename:
             raise BadRequest("choose a .zip or .tar.gz of a problem folder")
         raw = await upload.read(page.settings.max_archive_bytes + 1)
         problem, created = problems.add_problem_from_archive(
-            page.session, page.settings, raw, upload.filename, name, page.viewer
+            page.session, page.settings, raw, upload.filename, name, page.viewer, leaderboard
         )
     except KernelJudgeError as exc:
         return render_problems(page, errors={"archive": exc.detail}, status_code=exc.status_code)
     finally:
         await form.close()
+    page.session.commit()  # before a worker can hear of the validation round
+    validation.enqueue(page.session, problem, page.settings)
     verb = "added" if created else f"updated to version {problem.version}"
-    return render_problems(page, notice=f"Problem {problem.name} {verb}.")
+    state = {
+        validation.VALIDATING: "; it goes live once validated",
+        validation.INVALID: "; it is not offered on any device type here",
+    }.get(problem.status, "")
+    return render_problems(page, notice=f"Problem {problem.name} {verb}{state}.")
 
 
 @router.post("/problems/{name}", response_model=None)
@@ -77,6 +89,7 @@ async def update_problem(
     form = await read_form(request, page.settings)
     try:
         deadline = parse_deadline(str(form.get("deadline") or ""))
+        starts_at = parse_deadline(str(form.get("starts_at") or ""))
         problems.update_settings(
             page.session,
             page.viewer,
@@ -84,10 +97,22 @@ async def update_problem(
             is_public=form.get("is_public") == "on",
             deadline=deadline,
             code_public_after_deadline=form.get("code_public_after_deadline") == "on",
+            starts_at=starts_at,
         )
     except BadRequest as exc:
         return render_problems(page, errors={name: exc.detail}, status_code=422)
     return page.redirect("/admin/problems")
+
+
+@router.post("/problems/{name}/validate")
+async def validate_problem(name: str, request: Request, page: AdminPage) -> RedirectResponse:
+    """A new validation round for the problem's current version (audited)."""
+    assert page.viewer is not None
+    await read_form(request, page.settings)  # checks the CSRF token
+    problem = problems.rerun_validation(page.session, page.settings, name, page.viewer)
+    page.session.commit()  # before a worker can hear of it
+    validation.enqueue(page.session, problem, page.settings)
+    return page.redirect(f"/admin/problems#p-{problem.name}")
 
 
 @router.get("/problems/{name}/export/{table}.{fmt}")
@@ -97,7 +122,8 @@ def export_problem(name: str, table: str, fmt: str, page: AdminPage) -> Response
 
 
 def parse_deadline(text: str) -> datetime | None:
-    """A ``datetime-local`` value, read as UTC (the page says so)."""
+    """A ``datetime-local`` value (a deadline or a start time), read as UTC (the page says
+    so)."""
     if not text.strip():
         return None
     try:

@@ -44,6 +44,7 @@ def home(page: PageDep) -> HTMLResponse:
                 "leader": leader,
                 "competitors": counts.get(problem.id, 0),
                 "closed": problems.deadline_passed(problem),
+                "started": problems.started(problem),
             }
         )
     return page.render("home.html", rows=rows)
@@ -55,14 +56,22 @@ def summary_line(description: str) -> str:
     return " ".join(first.split()).lstrip("# ")
 
 
-def leaderboard_context(page: Page, problem: Problem, gpu: str | None) -> dict[str, Any]:
+def leaderboard_context(
+    page: Page, problem: Problem, gpu: str | None, version: int | None = None
+) -> dict[str, Any]:
     gpu_type = leaderboards.choose_gpu(problem, page.settings, gpu)
-    records = leaderboards.records(page.session, problem, gpu_type)
+    records = leaderboards.records(page.session, problem, gpu_type, version)
     return {
         "gpu": gpu_type,
         "gpus": problems.gpu_types_for(problem, page.settings),
-        "entries": leaderboards.entries(page.session, problem, gpu_type),
+        "entries": leaderboards.entries(page.session, problem, gpu_type, version),
         "chart": best_score_chart(records, datetime.now(UTC), duration),
+        "version": version,
+        "archived_versions": [
+            v
+            for v in leaderboards.ranked_versions(page.session, problem)
+            if v < problem.leaderboard_from_version
+        ],
     }
 
 
@@ -79,6 +88,7 @@ def problem_page(
         task_types=problem.files.get("task.py"),
         template_code=loaded.submission_template,
         closed=problems.deadline_passed(problem),
+        started=problems.started(problem),
         **leaderboard_context(page, problem, gpu),
     )
 
@@ -98,11 +108,14 @@ def problem_template(name: str, page: PageDep) -> Response:
 
 @router.get("/leaderboards/{name}", response_class=HTMLResponse)
 def leaderboard_page(
-    name: str, page: PageDep, gpu: str | None = Query(default=None, max_length=32)
+    name: str,
+    page: PageDep,
+    gpu: str | None = Query(default=None, max_length=32),
+    version: int | None = Query(default=None, ge=1),
 ) -> HTMLResponse:
     problem = problems.get_visible_problem(page.session, name, page.viewer)
     return page.render(
-        "leaderboard.html", problem=problem, **leaderboard_context(page, problem, gpu)
+        "leaderboard.html", problem=problem, **leaderboard_context(page, problem, gpu, version)
     )
 
 

@@ -75,7 +75,8 @@ async def test_admin_adds_a_problem_and_a_new_version(
     changed = await upload(client, admin, problem_zip(description="add them, quickly"), "myadd.zip")
     assert changed.status_code == 201
     assert changed.json()["version"] == 2 and changed.json()["created"] is False
-    assert "quickly" in (await client.get("/api/v1/problems/myadd")).json()["description"]
+    shown = (await client.get("/api/v1/problems/myadd", headers=admin.headers)).json()
+    assert "quickly" in shown["description"] and shown["status"] == "validating"
 
     renamed = await upload(client, admin, problem_zip(), "x.zip", name="other-add")
     assert renamed.json()["name"] == "other-add"
