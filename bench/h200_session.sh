@@ -64,9 +64,9 @@ print('ok' if not problem else problem, f'{time.monotonic() - t:.1f} s')"
   step 30 "GPU state after the CUDA cases" python3 -c \
     "from grader.hygiene import gpu_state; print(gpu_state())"
   step 150 "hostile corpus, CPU cases (cgroup v2 host)" python3 -m pytest -q \
-    -p no:cacheprovider -n 8 tests/hostile -k "not ($cuda_cases)"
+    -p no:cacheprovider -p no:benchmark -n 8 tests/hostile -k "not ($cuda_cases)"
   step 240 "built-in solutions in the sandbox, test mode on CUDA" python3 -m pytest -q \
-    -p no:cacheprovider -rs -n 6 tests/grader/test_builtin_problems.py
+    -p no:cacheprovider -p no:benchmark -rs -n 6 tests/grader/test_builtin_problems.py
 }
 
 service_a() {

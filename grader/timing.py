@@ -25,6 +25,14 @@ _MIN_FLUSH_BYTES = 128 << 20
 # the CPU launches the call meanwhile, so the events time the call's GPU work rather than
 # the launch latency in front of it.
 LAUNCH_LEAD_CYCLES = 200_000
+# Idle time after each CUDA sample, as a multiple of the sample and at most COOL_DOWN_MAX_S.
+# Back to back, a compute-bound kernel holds the GPU at its power limit and the SM clock
+# falls (an 8192³ bf16 GEMM on an H200: 1485 MHz, 17% slower than Nsight Compute's replay);
+# a pause twice as long as the call lets it recover (1965 MHz, within 0.5% of Nsight
+# Compute), so a time does not depend on how long its case has been running. Longer pauses
+# let the GPU drop towards idle clocks (50 ms: 6% slower again).
+COOL_DOWN_FACTOR = 2.0
+COOL_DOWN_MAX_S = 0.01
 
 
 @dataclass
@@ -153,6 +161,8 @@ class Timer:
         while len(seconds) < max_samples:
             sample, output = self.one_call(fn, data, poison_paths)
             seconds.append(sample)
+            if self._flush is not None:
+                time.sleep(min(COOL_DOWN_FACTOR * sample, COOL_DOWN_MAX_S))
             # Read right after each sample, outside the timed region: under sustained load
             # the clock falls, and the report should say at what clock its times were taken.
             clock = self.sm_clock_mhz()

@@ -52,6 +52,13 @@ def _mounts() -> list[tuple[str, str, list[str]]]:
     return found
 
 
+def _under_mount(path: str, mount: Path) -> str:
+    """A cgroup path relative to its file system: `/kj` and `/sys/fs/cgroup/kj` alike."""
+    if path.startswith(f"{mount}/"):
+        path = path[len(str(mount)) :]
+    return path.lstrip("/")
+
+
 def _own_paths() -> dict[str, str]:
     """Controller (or '' for v2) -> this process's cgroup path, from /proc/self/cgroup."""
     paths: dict[str, str] = {}
@@ -108,7 +115,7 @@ class Cgroup:
                 if controller not in mounts:
                     continue
                 parent = os.environ.get(PARENT_ENV) or own.get(controller, "/")
-                folder = mounts[controller] / parent.lstrip("/") / name
+                folder = mounts[controller] / _under_mount(parent, mounts[controller]) / name
                 if folder not in dirs.values():  # controllers mounted together share one
                     folder.mkdir()
                 dirs[controller] = folder
@@ -134,7 +141,7 @@ class Cgroup:
         own = _own_paths().get("", "/")
         if own.endswith("/" + _SUPERVISOR):
             own = own[: -len(_SUPERVISOR) - 1] or "/"
-        parent = mount / (os.environ.get(PARENT_ENV) or own).lstrip("/")
+        parent = mount / _under_mount(os.environ.get(PARENT_ENV) or own, mount)
         try:
             _enable_controllers(parent)
             folder = parent / name

@@ -57,3 +57,11 @@ def test_without_nvidia_smi_nothing_is_guessed(
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(SandboxUnavailable, match="nvidia-smi"):
         bwrap.visible_gpu_minors("0")
+
+
+def test_a_delegated_cgroup_may_be_named_with_or_without_its_mount() -> None:
+    from sandbox.cgroup import _under_mount
+
+    mount = Path("/sys/fs/cgroup")
+    assert _under_mount("/kj", mount) == "kj"
+    assert _under_mount("/sys/fs/cgroup/kj/workers", mount) == "kj/workers"
