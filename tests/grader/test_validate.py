@@ -1,0 +1,44 @@
+"""Validating a problem on this host: the verdicts an organizer reads in the report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.problem import BUILTIN_DIR, load_problem
+from grader.validate import example_solutions, expected_to_fail, needs_cuda, validate
+
+
+def test_solutions_are_found_in_both_layouts(tmp_path: Path) -> None:
+    for path in ("solutions/correct/fast.py", "solutions/wrong/slow.py", "solutions/plain.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("def custom_kernel(data):\n    return data\n")
+    (tmp_path / "solutions" / "notes.md").write_text("not a solution")
+    found = example_solutions(tmp_path)
+    assert sorted(found) == [
+        "solutions/correct/fast.py",
+        "solutions/plain.py",
+        "solutions/wrong/slow.py",
+    ]
+    assert [expected_to_fail(path) for path in sorted(found)] == [False, False, True]
+    assert expected_to_fail("solutions/wrong_zeros.py")
+    assert needs_cuda("solutions/cuda_inline.py", "")
+    assert needs_cuda("solutions/fast.py", "from torch.utils.cpp_extension import load_inline")
+    assert not needs_cuda("solutions/triton.py", "import triton")
+
+
+def test_a_builtin_problem_validates_clean_on_the_cpu() -> None:
+    report = validate(
+        load_problem("vectoradd"), example_solutions(BUILTIN_DIR / "vectoradd"), device="cpu"
+    ).to_dict()
+    assert report["status"] == "passed", report["message"]
+    checks = {check["name"]: check for check in report["checks"]}
+    assert checks["reference on every case"]["outcome"] == "ok"
+    assert checks["reference graded in test mode"]["status"] == "passed"
+    assert checks["reference graded in benchmark mode"]["status"] == "passed"
+    assert checks["solutions/pytorch.py"]["status"] == "passed"
+    assert checks["solutions/wrong_zeros.py"]["outcome"] == "ok"
+    assert checks["solutions/wrong_zeros.py"]["status"] == "failed"
+    # Never faked: a CUDA solution on a CPU worker is reported as skipped.
+    assert checks["solutions/cuda_inline.py"]["outcome"] == "skipped"
+    assert "needs CUDA" in checks["solutions/cuda_inline.py"]["message"]
+    assert "(1 skipped)" in report["message"]

@@ -1,0 +1,289 @@
+"""A problem's life as organizers run it: not live (and closed to submissions) until its
+validation is recorded, a start time before which competitors cannot find it, and new
+versions that carry the leaderboard over or archive it. Validation itself runs on a real
+worker in tests/integration/test_problem_validation.py; here the results step's recording
+function stands in for the worker's report."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from server.app import create_app
+from server.db import session_scope
+from server.models import Submission, utcnow
+from server.problems import repository, validation
+from server.users.service import authenticate
+from tests.server.conftest import Account
+from tests.server.test_problems_api import problem_zip, upload
+from tests.server.web_client import HTML, log_in, make_user, post_form
+
+pytestmark = pytest.mark.anyio
+
+CODE = """import torch
+
+def custom_kernel(data):
+    a, b, out = data
+    return torch.add(a, b, out=out)
+"""
+
+
+@pytest.fixture
+async def browser(database: None) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=create_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        yield http
+
+
+def record_round(name: str, status: str = "passed") -> list[bool]:
+    """Each device's report of the current round, as the results step records it."""
+    with session_scope() as session:
+        problem = repository.get_problem(session, name)
+        assert problem is not None
+        return [
+            validation.record(
+                session,
+                row.id,
+                {"status": status, "message": f"{status} by the test", "checks": []},
+                "test-worker",
+            )
+            for row in validation.current_round(session, problem)
+        ]
+
+
+def ranked(token: str, problem_name: str, score: float) -> int:
+    """A passed leaderboard-mode submission against the problem's current version."""
+    with session_scope() as session:
+        user = authenticate(session, token)
+        problem = repository.get_problem(session, problem_name)
+        assert problem is not None
+        submission = Submission(
+            user_id=user.id,
+            problem_id=problem.id,
+            problem_version=problem.version,
+            code=CODE,
+            code_sha256="0" * 64,
+            mode="leaderboard",
+            gpu_type="cpu",
+            status="passed",
+            score=score,
+            flags=[],
+            report={"status": "passed", "cases": []},
+        )
+        session.add(submission)
+        session.flush()
+        return submission.id
+
+
+async def submit(
+    client: httpx.AsyncClient, account: Account, problem: str, mode: str = "test"
+) -> httpx.Response:
+    return await client.post(
+        "/api/v1/submissions",
+        json={"problem": problem, "code": CODE, "mode": mode},
+        headers=account.headers,
+    )
+
+
+async def test_builtin_problems_are_live_without_a_validation_round(
+    client: httpx.AsyncClient, admin: Account
+) -> None:
+    assert (await client.get("/api/v1/problems/vectoradd")).json()["status"] == "live"
+    shown = await client.get("/api/v1/problems/vectoradd/validation", headers=admin.headers)
+    assert shown.status_code == 200 and shown.json()["devices"] == []
+
+
+async def test_an_upload_is_closed_until_its_validation_is_recorded_clean(
+    client: httpx.AsyncClient, admin: Account, alice: Account
+) -> None:
+    created = await upload(client, admin, problem_zip("pending"), "p.zip")
+    assert created.json()["status"] == "validating"
+    assert (await client.get("/api/v1/problems/pending")).status_code == 404
+    names = {p["name"] for p in (await client.get("/api/v1/problems")).json()}
+    assert "pending" not in names
+    for account in (alice, admin):
+        refused = await submit(client, account, "pending")
+        assert refused.status_code == 409, refused.text
+        assert "being validated" in refused.json()["detail"]
+    shown = (await client.get("/api/v1/problems/pending/validation", headers=admin.headers)).json()
+    assert shown["status"] == "validating"
+    assert [(d["gpu"], d["status"], d["version"]) for d in shown["devices"]] == [
+        ("cpu", "queued", 1)
+    ]
+    only_admins = await client.get("/api/v1/problems/pending/validation", headers=alice.headers)
+    assert only_admins.status_code == 403
+
+    assert record_round("pending") == [True]
+    assert record_round("pending") == [False]  # a report delivered twice is recorded once
+    assert (await client.get("/api/v1/problems/pending")).json()["status"] == "live"
+    assert (await submit(client, alice, "pending")).status_code == 202
+
+
+async def test_a_failed_round_leaves_the_problem_invalid_until_a_clean_one(
+    client: httpx.AsyncClient, browser: httpx.AsyncClient, admin: Account, alice: Account
+) -> None:
+    await upload(client, admin, problem_zip("flaky"), "p.zip")
+    record_round("flaky", "failed")
+    shown = (await client.get("/api/v1/problems/flaky/validation", headers=admin.headers)).json()
+    assert shown["status"] == "invalid" and shown["devices"][0]["status"] == "failed"
+    assert shown["devices"][0]["report"]["message"] == "failed by the test"
+    refused = await submit(client, alice, "flaky")
+    assert refused.status_code == 409 and "failed validation" in refused.json()["detail"]
+
+    # The admin page shows the outcome and runs validation again (audited).
+    name, _ = make_user("validator", admin=True)
+    await log_in(browser, name)
+    page = await browser.get("/admin/problems", headers=HTML)
+    assert 'data-status="invalid"' in page.text and "failed by the test" in page.text
+    again = await post_form(
+        browser, "/admin/problems/flaky/validate", {}, from_page="/admin/problems"
+    )
+    assert again.status_code == 303
+    shown = (await client.get("/api/v1/problems/flaky/validation", headers=admin.headers)).json()
+    assert shown["status"] == "validating" and shown["attempt"] == 2
+    audit = (
+        await client.get("/api/v1/admin/audit", params={"per_page": 200}, headers=admin.headers)
+    ).json()
+    entry = next(e for e in audit["entries"] if e["action"] == "problem.validate")
+    assert entry["actor"] == name and entry["target"] == "flaky"
+    assert entry["details"]["status_before"] == "invalid"
+    record_round("flaky")
+    assert (await client.get("/api/v1/problems/flaky")).json()["status"] == "live"
+
+
+async def test_before_its_start_a_problem_is_hidden_from_competitors(
+    client: httpx.AsyncClient, browser: httpx.AsyncClient, admin: Account, alice: Account
+) -> None:
+    await upload(client, admin, problem_zip("later"), "p.zip")
+    record_round("later")
+    name, token = make_user("starter", admin=True)
+    organizer = Account(name, token)
+    await log_in(browser, name)
+    saved = await post_form(
+        browser,
+        "/admin/problems/later",
+        {"is_public": "on", "starts_at": "2099-01-02T03:04"},
+        from_page="/admin/problems",
+    )
+    assert saved.status_code == 303
+
+    # Competitors: as if it did not exist, everywhere.
+    for path in ("/api/v1/problems/later", "/api/v1/leaderboards/later"):
+        assert (await client.get(path)).status_code == 404
+        assert (await client.get(path, headers=alice.headers)).status_code == 404
+    assert "later" not in {p["name"] for p in (await client.get("/api/v1/problems")).json()}
+    assert (await client.get("/problems/later", headers=HTML)).status_code == 404
+    refused = await submit(client, alice, "later")
+    assert refused.status_code == 404 and refused.json()["error"] == "not_found"
+
+    # Admins see it, may try it, but not rank on it yet.
+    shown = (await client.get("/api/v1/problems/later", headers=organizer.headers)).json()
+    assert shown["starts_at"].startswith("2099-01-02T03:04")
+    assert (await browser.get("/problems/later", headers=HTML)).status_code == 200
+    assert (await submit(client, organizer, "later")).status_code == 202
+    ranked_early = await submit(client, organizer, "later", "leaderboard")
+    assert (
+        ranked_early.status_code == 409
+        and "opens at 2099-01-02 03:04" in (ranked_early.json()["detail"])
+    )
+
+    audit = (
+        await client.get("/api/v1/admin/audit", params={"per_page": 200}, headers=admin.headers)
+    ).json()
+    entry = next(
+        e for e in audit["entries"] if e["action"] == "problem.settings" and e["target"] == "later"
+    )
+    assert entry["details"]["changes"]["starts_at"] == [None, "2099-01-02T03:04:00+00:00"]
+
+    opened = await post_form(
+        browser,
+        "/admin/problems/later",
+        {"is_public": "on", "starts_at": (utcnow() - timedelta(minutes=1)).isoformat()},
+        from_page="/admin/problems",
+    )
+    assert opened.status_code == 303
+    assert (await client.get("/api/v1/problems/later")).status_code == 200
+    assert (await submit(client, alice, "later", "leaderboard")).status_code == 202
+
+
+async def test_a_start_after_the_deadline_is_refused(browser: httpx.AsyncClient) -> None:
+    await log_in(browser, make_user("order", admin=True)[0])
+    refused = await post_form(
+        browser,
+        "/admin/problems/vectorsum",
+        {"is_public": "on", "starts_at": "2099-01-02T00:00", "deadline": "2098-01-01T00:00"},
+        from_page="/admin/problems",
+    )
+    assert refused.status_code == 422 and "before the deadline" in refused.text
+
+
+def board(response: httpx.Response) -> list[tuple[str, int]]:
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return [(e["user"], e["problem_version"]) for e in body["entries"]]
+
+
+async def test_new_versions_carry_the_leaderboard_over_or_archive_it(
+    client: httpx.AsyncClient, browser: httpx.AsyncClient, admin: Account
+) -> None:
+    ann, ben, cat = (make_user(n) for n in ("ann", "ben", "cat"))
+    await upload(client, admin, problem_zip("board"), "p.zip")
+    record_round("board")
+    ranked(ann[1], "board", 1e-4)
+
+    carried = await upload(
+        client, admin, problem_zip("board", description="v2"), "p.zip", leaderboard="carry_over"
+    )
+    assert carried.json()["version"] == 2 and carried.json()["leaderboard_from_version"] == 1
+    record_round("board")
+    ranked(ben[1], "board", 2e-4)
+    live = await client.get("/api/v1/leaderboards/board")
+    assert board(live) == [(ann[0], 1), (ben[0], 2)]
+    assert live.json()["version"] is None and live.json()["from_version"] == 1
+
+    archived = await upload(
+        client, admin, problem_zip("board", description="v3"), "p.zip", leaderboard="archive"
+    )
+    assert archived.json()["version"] == 3 and archived.json()["leaderboard_from_version"] == 3
+    record_round("board")
+    live = await client.get("/api/v1/leaderboards/board")
+    assert board(live) == [] and live.json()["from_version"] == 3
+    ranked(cat[1], "board", 3e-4)
+    assert board(await client.get("/api/v1/leaderboards/board")) == [(cat[0], 3)]
+    # Earlier versions' leaderboards stay readable.
+    assert board(await client.get("/api/v1/leaderboards/board?version=1")) == [(ann[0], 1)]
+    assert board(await client.get("/api/v1/leaderboards/board?version=2")) == [(ben[0], 2)]
+    missing = await client.get("/api/v1/leaderboards/board?version=9")
+    assert missing.status_code == 404 and "no version 9" in missing.json()["detail"]
+
+    page = await browser.get("/leaderboards/board", headers=HTML)
+    assert "Archived leaderboards" in page.text and "?version=2" in page.text
+    assert cat[0] in page.text and ann[0] not in page.text
+    old_page = await browser.get("/leaderboards/board?version=1", headers=HTML)
+    assert ann[0] in old_page.text and "v1" in old_page.text
+
+    audit = (
+        await client.get("/api/v1/admin/audit", params={"per_page": 200}, headers=admin.headers)
+    ).json()
+    updates = [
+        e["details"]["leaderboard"]
+        for e in audit["entries"]
+        if e["action"] == "problem.update" and e["target"] == "board"
+    ]
+    assert updates == ["archive", "carry_over"]  # newest first
+
+    unknown = await upload_raw(client, admin, leaderboard="sideways")
+    assert unknown.status_code == 422 and "sideways" in unknown.json()["detail"]
+
+
+async def upload_raw(client: httpx.AsyncClient, admin: Account, **form: str) -> httpx.Response:
+    return await client.post(
+        "/api/v1/problems",
+        files={"archive": ("p.zip", problem_zip("board", description="v4"))},
+        data=form,
+        headers=admin.headers,
+    )
