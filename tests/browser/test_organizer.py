@@ -3,6 +3,7 @@ another competitor cannot read someone's code before the deadline."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
@@ -28,6 +29,13 @@ def test_admin_adds_a_problem_by_upload(page: Page, site: Site, tmp_path: Path) 
     page.get_by_label("Archive").set_input_files(archive)
     page.get_by_role("button", name="Upload").click()
     expect(page.locator(".alert.success")).to_contain_text("vectoradd_doubled added")
+    # The site's own worker validates it; the admin page shows the outcome once reloaded.
+    status = page.locator("#p-vectoradd_doubled [data-status]")
+    deadline = time.monotonic() + 180
+    while status.get_attribute("data-status") == "validating" and time.monotonic() < deadline:
+        time.sleep(1)
+        page.reload()
+    expect(status).to_have_attribute("data-status", "live")
 
     page.goto(site.url("/"))
     page.get_by_role("link", name="vectoradd_doubled").click()

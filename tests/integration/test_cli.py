@@ -78,6 +78,13 @@ def test_user_add_and_problem_add(tmp_path: Path) -> None:
     )
     assert added.returncode == 0, added.stderr
     assert "'my-sum' is at version 1" in added.stdout
+    # Not live until a worker (started by `serve`) has validated it.
+    assert "status: validating; validation sent to the cpu queue(s)" in added.stdout
+    sideways = run(
+        "problem", "add", str(REPO_ROOT / "problems" / "vectorsum"), "--leaderboard", "sideways",
+        env=env,
+    )  # fmt: skip
+    assert sideways.returncode == 1 and "unknown leaderboard choice 'sideways'" in sideways.stderr
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "task.yml").write_text("files:\n  - {name: reference.py, source: ../nowhere.py}\n")
