@@ -287,3 +287,18 @@ async def upload_raw(client: httpx.AsyncClient, admin: Account, **form: str) -> 
         data=form,
         headers=admin.headers,
     )
+
+
+async def test_openapi_shows_the_new_routes_their_errors_and_parameters(
+    client: httpx.AsyncClient,
+) -> None:
+    schema = (await client.get("/openapi.json")).json()
+    validation_path = schema["paths"]["/api/v1/problems/{name}/validation"]
+    assert {"200", "401", "403", "404"} <= set(validation_path["get"]["responses"])
+    assert {"202", "401", "403", "404"} <= set(validation_path["post"]["responses"])
+    board_params = schema["paths"]["/api/v1/leaderboards/{problem}"]["get"]["parameters"]
+    assert "version" in {p["name"] for p in board_params}
+    upload_body = schema["paths"]["/api/v1/problems"]["post"]["requestBody"]["content"]
+    (form,) = upload_body.values()
+    ref = form["schema"]["$ref"].rsplit("/", 1)[-1]
+    assert "leaderboard" in schema["components"]["schemas"][ref]["properties"]
