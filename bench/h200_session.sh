@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # One GPU session's runs, on a host of one or two H200s, as two streams on separate GPUs:
 #   bash bench/h200_session.sh validate   # A: timing vs ncu, repeatability, overhead
-#                                         # B: the sandbox with CUDA, the hostile corpus,
+#                                         # B: the sandbox with CUDA (one GPU of two),
 #                                         #    every built-in solution in the sandbox
-#   bash bench/h200_session.sh service    # A: the service end to end on CUDA
-#                                         # B: every problem in benchmark mode, isolation cost
+#   bash bench/h200_session.sh service    # A: the service end to end on CUDA, the corpus
+#                                         # B: every problem in benchmark mode, problems from
+#                                         #    outside the repository, isolation cost
 # With one GPU the streams run one after the other. Needs .whl/ (bench/README.md: the
 # service's wheels and Debian 12's bubblewrap .deb); problems from outside this repository
 # (never committed) may be carried in .ext/ with their gpu_run.sh. Logs and JSON go to $OUT.
@@ -54,35 +55,40 @@ print('ok' if not problem else problem, f'{time.monotonic() - t:.1f} s')"
   if [ "$gpus" -gt 1 ]; then
     step 90 "only this worker's GPU in the sandbox" python3 bench/gpu_nodes_check.py
   fi
+  step 90 "sandbox tests" python3 -m pytest -q -p no:cacheprovider tests/sandbox
+  step 240 "built-in solutions in the sandbox, test mode on CUDA" python3 -m pytest -q \
+    -p no:cacheprovider -p no:benchmark -rs -n 6 tests/grader/test_builtin_problems.py
+}
+
+service_a() {
+  step 240 "service demo: serve + a sandboxed worker on CUDA, HTTP submissions" \
+    python3 bench/service_demo.py problems/vectoradd/solutions/pytorch.py \
+    problems/vectoradd/solutions/triton.py problems/vectoradd/solutions/wrong_zeros.py
+  step 100 "cost of isolation on CUDA" python3 bench/sandbox_overhead.py --device cuda --runs 3
+  corpus
+}
+
+service_b() {
+  if [ -f .ext/gpu_run.sh ]; then  # other people's problems, carried, never committed
+    step 230 "problems from outside this repository" \
+      env DEVICE=cuda REPORTS=/tmp/kj-ext-reports bash .ext/gpu_run.sh
+  fi
+  step 240 "every built-in problem in benchmark mode" \
+    python3 bench/problem_times.py --out "$out/problem_times.json"
+  step 90 "our medians again (ncu's are in the validate run)" python3 bench/validate_timing.py ours
+}
+
+corpus() {  # the hostile corpus: CUDA cases, GPU state around them, then the CPU cases
   step 30 "GPU state before the corpus" python3 -c \
     "from grader.hygiene import gpu_state; print(gpu_state())"
-  step 90 "sandbox tests" python3 -m pytest -q -p no:cacheprovider tests/sandbox
   cuda_cases=$(grep -l 'device.*cuda' tests/hostile/cases/*.py | xargs -n1 basename \
     | sed 's/\.py$//' | paste -sd'|' | sed 's/|/ or /g')
   step 150 "hostile corpus, CUDA cases" python3 -m pytest -q -p no:cacheprovider -rs \
     tests/hostile -k "$cuda_cases"
   step 30 "GPU state after the CUDA cases" python3 -c \
     "from grader.hygiene import gpu_state; print(gpu_state())"
-  step 150 "hostile corpus, CPU cases (cgroup v2 host)" python3 -m pytest -q \
-    -p no:cacheprovider -p no:benchmark -n 8 tests/hostile -k "not ($cuda_cases)"
-  step 240 "built-in solutions in the sandbox, test mode on CUDA" python3 -m pytest -q \
-    -p no:cacheprovider -p no:benchmark -rs -n 6 tests/grader/test_builtin_problems.py
-}
-
-service_a() {
-  step 300 "service demo: serve + a sandboxed worker on CUDA, HTTP submissions" \
-    python3 bench/service_demo.py problems/vectoradd/solutions/pytorch.py \
-    problems/vectoradd/solutions/triton.py problems/vectoradd/solutions/wrong_zeros.py
-  step 120 "cost of isolation on CUDA" \
-    python3 bench/sandbox_overhead.py --device cuda --runs 3
-}
-
-service_b() {
-  step 360 "every built-in problem in benchmark mode" \
-    python3 bench/problem_times.py --out "$out/problem_times.json"
-  if [ -f .ext/gpu_run.sh ]; then  # other people's problems, carried, never committed
-    step 200 "problems from outside this repository" env DEVICE=cuda bash .ext/gpu_run.sh
-  fi
+  step 200 "hostile corpus, CPU cases (a cgroup v2 host)" python3 -m pytest -q \
+    -p no:cacheprovider tests/hostile -k "not ($cuda_cases)"
 }
 
 run_streams() {  # run_streams A B: on GPUs 0 and 1 at once, or one after the other

@@ -33,6 +33,7 @@ LAUNCH_LEAD_CYCLES = 200_000
 # let the GPU drop towards idle clocks (50 ms: 6% slower again).
 COOL_DOWN_FACTOR = 2.0
 COOL_DOWN_MAX_S = 0.01
+WARMUP_COOL_DOWN_S = 0.02
 
 
 @dataclass
@@ -155,6 +156,10 @@ class Timer:
         """Warm up, then sample until the mean is known to 0.5% or the budget runs out."""
         started = time.perf_counter()
         self.warm_up(fn, data)
+        if self._flush is not None:
+            # Warm-up runs calls back to back; the first samples should not inherit the clock
+            # it left (a few samples last less than the power controller takes to react).
+            time.sleep(WARMUP_COOL_DOWN_S)
         seconds: list[float] = []
         clocks: list[float] = []
         output: Any = None

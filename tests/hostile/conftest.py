@@ -98,7 +98,9 @@ def canaries() -> Iterator[Canaries]:
         "AWS_SECRET_ACCESS_KEY": f"{token}aws",
         "KJ_SECRET_SEED": str(secret_seed),
     }
-    for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME"):
+    # The worker's own settings: where bubblewrap is, the delegated cgroup, the GPU order.
+    passed = ("KJ_BWRAP", "KJ_SANDBOX_CGROUP", "KJ_SANDBOX_RO_PATHS", "CUDA_DEVICE_ORDER")
+    for name in ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", *passed):
         if name in os.environ:
             env[name] = os.environ[name]
     try:
