@@ -6,6 +6,8 @@
 #   bash bench/h200_session.sh service    # A: the service end to end on CUDA, the corpus
 #                                         # B: every problem in benchmark mode, problems from
 #                                         #    outside the repository, isolation cost
+#   bash bench/h200_session.sh again      # A: the service demo and the corpus again
+#                                         # B: PROBLEMS (built-in) and ONLY (outside) again
 # With one GPU the streams run one after the other. Needs .whl/ (bench/README.md: the
 # service's wheels and Debian 12's bubblewrap .deb); problems from outside this repository
 # (never committed) may be carried in .ext/ with their gpu_run.sh. Logs and JSON go to $OUT.
@@ -60,10 +62,16 @@ print('ok' if not problem else problem, f'{time.monotonic() - t:.1f} s')"
     -p no:cacheprovider -p no:benchmark -rs -n 6 tests/grader/test_builtin_problems.py
 }
 
-service_a() {
+service_demo() {
+  step 60 "the service's modules import" python3 -c \
+    "import server.app, server.queue, server.cli, celery.bin.celery, kombu.transport.sqlalchemy"
   step 240 "service demo: serve + a sandboxed worker on CUDA, HTTP submissions" \
     python3 bench/service_demo.py problems/vectoradd/solutions/pytorch.py \
     problems/vectoradd/solutions/triton.py problems/vectoradd/solutions/wrong_zeros.py
+}
+
+service_a() {
+  service_demo
   step 100 "cost of isolation on CUDA" python3 bench/sandbox_overhead.py --device cuda --runs 3
   corpus
 }
@@ -103,8 +111,23 @@ run_streams() {  # run_streams A B: on GPUs 0 and 1 at once, or one after the ot
   echo "---- stream B"; tail -c 5500 "$out/b.log"
 }
 
+again_a() {  # a second try of the service stream's first half
+  service_demo
+  corpus
+}
+
+again_b() {  # named built-in problems (PROBLEMS) and outside problems (ONLY, a regex)
+  step 200 "built-in problems in benchmark mode: ${PROBLEMS:-all}" \
+    python3 bench/problem_times.py ${PROBLEMS:-}
+  if [ -f .ext/gpu_run.sh ]; then
+    step 200 "problems from outside this repository: ${ONLY:-all}" \
+      env DEVICE=cuda REPORTS=/tmp/kj-ext-reports bash .ext/gpu_run.sh
+  fi
+}
+
 case "$what" in
   validate) run_streams validate_a validate_b ;;
   service) run_streams service_a service_b ;;
+  again) run_streams again_a again_b ;;
   *) echo "unknown: $what"; exit 2 ;;
 esac

@@ -238,13 +238,16 @@ def rig(canaries: Canaries) -> Iterator[Rig]:
 _HONEST: dict[tuple[str, str, str], float] = {}
 
 
-def honest_score(rig: Rig, peaks: dict[str, Any], problem: str, mode: str) -> float:
-    """The score of the problem's example PyTorch solution, graded in this session."""
-    key = (problem, mode, "cpu")
+def honest_score(
+    rig: Rig, peaks: dict[str, Any], problem: str, mode: str, device: str = "cpu"
+) -> float:
+    """The score of the problem's example PyTorch solution, graded in this session on the
+    same device as the case."""
+    key = (problem, mode, device)
     if key not in _HONEST:
         code = (REPO / "problems" / problem / "solutions" / "pytorch.py").read_text()
         result = run_in_rig(
-            rig, peaks, problem=problem, code=code, mode=mode, device="cpu", timeout_s=60
+            rig, peaks, problem=problem, code=code, mode=mode, device=device, timeout_s=60
         )
         report = result.get("report") or {}
         assert report.get("status") == "passed", f"honest solution: {result}"
@@ -292,8 +295,7 @@ def test_hostile_case(path: Path, canaries: Canaries, rig: Rig, cpu_peaks: dict[
     assert len(report["message"]) <= MESSAGE_CAP
     assert not result["leftovers"], f"left behind after grading: {result['leftovers']}"
     if case.max_speedup is not None and report["status"] == "passed":
-        assert case.device == "cpu", "score bounds are checked against a CPU honest score"
-        honest = honest_score(rig, cpu_peaks, case.problem, case.mode)
+        honest = honest_score(rig, cpu_peaks, case.problem, case.mode, case.device)
         assert report["score"] >= honest / case.max_speedup, (
             f"score {report['score']:.3g} s is more than {case.max_speedup:g}x better than the "
             f"honest {honest:.3g} s: a forged time passed; flags: {report['flags']}"

@@ -1,8 +1,8 @@
 # threat: 11
 # device: cuda
-# expect: passed, failed
+# expect: passed, failed, rejected
 # max_speedup: 2
-# defence: events and the output read synchronise the device; unfinished side-stream work is wrong
+# defence: unjoined side-stream work is wrong, or its time is rejected by the harness clock
 """Launches the work on a side stream without joining it back, so the default-stream events
 time nothing."""
 
