@@ -74,6 +74,10 @@ CROSS_CHECK_REJECT_RATIO = 3.0
 # out launch overhead the launch lead hides (up to about 100 µs); on the CPU the runner's
 # clock and ours time the same Python calls.
 CROSS_CHECK_SLACK_S = {"cuda": (50e-6, 150e-6), "cpu": (2e-6, 5e-6)}
+# On the CPU the runner's clock times the whole call, as ours does, so an honest median is
+# within a small factor of our per-call time even where the slack above would excuse the
+# gap (a claimed picosecond against a 4 µs call): beyond this ratio it cannot be real.
+CPU_CROSS_CHECK_IMPOSSIBLE_RATIO = 100.0
 
 
 class Stop(Exception):
@@ -637,7 +641,8 @@ class _Grading:
             f"the grader's own clock measured {per_call * 1e6:.1f} µs per call over {calls} "
             f"back-to-back calls, against a reported median of {median * 1e6:.3f} µs"
         )
-        if per_call > CROSS_CHECK_REJECT_RATIO * median + reject_slack:
+        impossible = self.kind == "cpu" and per_call > CPU_CROSS_CHECK_IMPOSSIBLE_RATIO * median
+        if impossible or per_call > CROSS_CHECK_REJECT_RATIO * median + reject_slack:
             raise Stop(
                 "rejected",
                 f"case {_label(case)}: {shown}: the reported times cannot be real",
