@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable
+from pathlib import Path
 
 from grader.calibrate import DevicePeaks
 from grader.harness import grade
-from grader.problem import Problem
+from grader.problem import BUILTIN_DIR, Problem, load_problem
 
 ADD = """
 import torch
@@ -135,3 +137,37 @@ def test_claimed_times_somewhat_below_the_graders_clock_are_flagged(
     assert any("grader's own clock" in flag for flag in report.flags)  # ...but not to us
     honest = grade(small(with_cases, vectoradd), ADD, mode="benchmark")
     assert not any("grader's own clock" in flag for flag in honest.flags)
+
+
+def _reference_with_unused_buffer(tmp_path: Path) -> Problem:
+    """vectoradd whose reference returns a new tensor and never touches `out`, the way GPU
+    MODE's conv2d passes an output buffer its reference ignores."""
+    folder = tmp_path / "vectoradd_unused_out"
+    shutil.copytree(BUILTIN_DIR / "vectoradd", folder)
+    shutil.copy(BUILTIN_DIR / "utils.py", tmp_path / "utils.py")
+    reference = folder / "reference.py"
+    text = reference.read_text()
+    assert "    out[...] = A + B\n    return out\n" in text
+    reference.write_text(
+        text.replace("    out[...] = A + B\n    return out\n", "    return A + B\n")
+    )
+    return load_problem(folder)
+
+
+def test_a_buffer_the_reference_ignores_may_be_written(tmp_path: Path) -> None:
+    problem = _reference_with_unused_buffer(tmp_path)
+    writes_buffer = (
+        "def custom_kernel(data):\n    A, B, out = data\n    out[...] = A + B\n    return out\n"
+    )
+    assert grade(problem, writes_buffer).status == "passed"
+
+
+def test_an_input_the_reference_reads_still_may_not_be_written(tmp_path: Path) -> None:
+    problem = _reference_with_unused_buffer(tmp_path)
+    code = (
+        "def custom_kernel(data):\n    A, B, out = data\n    C = A + B\n    B.zero_()\n"
+        "    return C\n"
+    )
+    report = grade(problem, code)
+    assert report.status == "failed"
+    assert "custom_kernel modified its inputs (data[1])" in report.message
