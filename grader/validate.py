@@ -4,6 +4,7 @@ and every example solution gets the verdict its name promises."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -20,6 +21,7 @@ import torch
 from grader.calibrate import DevicePeaks
 from grader.check import run_check
 from grader.device import detect_device
+from grader.devicemap import cuda_as_cpu
 from grader.harness import CUDA_ONLY, DEVICE_ENV, grade, import_reference
 from grader.inputs import clone_data, devices_of, iter_tensors, seeded_case
 from grader.problem import Problem
@@ -244,7 +246,8 @@ def check_reference(problem: Problem, kind: str) -> Check:
         ("benchmark", case) for case in problem.benchmarks_for(kind)
     ]
     message = ""
-    with tempfile.TemporaryDirectory(prefix="kj-validate-") as folder, device_env(kind):
+    mapped = cuda_as_cpu() if kind == "cpu" else contextlib.nullcontext()
+    with tempfile.TemporaryDirectory(prefix="kj-validate-") as folder, device_env(kind), mapped:
         for name, text in problem.files.items():
             if name != "submission.py" and "/" not in name:
                 (Path(folder) / name).write_text(text)

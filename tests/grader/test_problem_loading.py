@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.harness import CUDA_ONLY, grade
+from grader.harness import grade
 from grader.problem import (
     Problem,
     ProblemError,
@@ -128,17 +128,13 @@ def test_unknown_problem_is_a_clear_error(tmp_path: Path) -> None:
         load_problem(tmp_path)
 
 
-def test_problem_generating_cuda_inputs_on_a_cpu_grader_is_a_clear_error(
-    tmp_path: Path,
-) -> None:
+def test_problem_generating_cuda_inputs_grades_on_a_cpu_grader(tmp_path: Path) -> None:
+    """GPU MODE's references name "cuda"; a CPU worker reads it as the CPU
+    (grader/devicemap.py) instead of refusing the problem."""
     problem = load_problem(make_foreign(tmp_path, device="cuda"))
-    import torch
-
-    if torch.cuda.is_available():
-        pytest.skip("this machine has CUDA")
     report = grade(problem, "def custom_kernel(data):\n    return data * data\n")
-    assert report.status == "error"
-    assert report.message == CUDA_ONLY
+    assert report.status == "passed", report.message
+    assert grade(problem, "def custom_kernel(data):\n    return data + 1\n").status == "failed"
 
 
 def test_roofline_expressions_allow_only_arithmetic() -> None:
