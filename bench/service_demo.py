@@ -96,6 +96,14 @@ def main() -> int:
                 )  # fmt: skip
         board = call("GET", f"{base}/api/v1/leaderboards/vectoradd")
         print("\nGET /api/v1/leaderboards/vectoradd ->", json.dumps(board, indent=1))
+        if not board["entries"]:
+            # What decides a leaderboard row, for each submission, to tell why none is there.
+            for sid in ids.values():
+                row = call("GET", f"{base}/api/v1/submissions/{sid}", token)
+                print(sid, {k: row.get(k) for k in (
+                    "status", "mode", "gpu", "problem_version", "score", "flags"
+                )})  # fmt: skip
+            print("problem:", call("GET", f"{base}/api/v1/problems/vectoradd"))
         return 1 if failures else 0
     finally:
         serve.terminate()
