@@ -75,3 +75,39 @@ def test_worker_killed_mid_grading_then_restarted(tmp_path: Path) -> None:
             )
         engine.dispose()
         assert runs == len(report["cases"]) > 0
+
+
+def test_an_upload_is_validated_by_a_separate_worker_then_goes_live(tmp_path: Path) -> None:
+    """Production shape for validation: the API sends the round through Redis to a grading
+    worker with no database access, and the results step records it in PostgreSQL."""
+    from tests.integration.test_problem_validation import RIGHT, WRONG, vectorsum_zip
+
+    with fresh_postgres_database() as database_url:
+        env = service_env(tmp_path / "var", database_url=database_url, broker_url=fresh_redis_url())
+        admin = add_user(env, "olga", admin=True)
+        competitor = add_user(env, "pete")
+        auth = {"Authorization": f"Bearer {admin}"}
+        archive = vectorsum_zip(
+            "pgsum", solutions={"solutions/correct/a.py": RIGHT, "solutions/wrong/b.py": WRONG}
+        )
+        with (
+            serving(env, tmp_path / "services.log") as base,
+            running(kerneljudge("worker"), env, tmp_path / "worker.log"),
+        ):
+            created = httpx.post(
+                f"{base}/api/v1/problems", files={"archive": ("p.zip", archive)}, headers=auth
+            )
+            assert created.status_code == 201, created.text
+            deadline = time.monotonic() + 240
+            validation: dict[str, object] = {"status": "validating"}
+            while validation["status"] == "validating" and time.monotonic() < deadline:
+                time.sleep(0.5)
+                validation = httpx.get(
+                    f"{base}/api/v1/problems/pgsum/validation", headers=auth
+                ).json()
+            assert validation["status"] == "live", (
+                f"{validation}\n{(tmp_path / 'worker.log').read_text()[-3000:]}"
+            )
+            sid = submit(base, competitor, "pgsum", RIGHT, "test")
+            report = wait_for(base, competitor, sid, TERMINAL, 120, tmp_path / "worker.log")
+            assert report["status"] == "passed", report["message"]
