@@ -171,7 +171,8 @@ def _is_tensor_tree(output: Any) -> bool:
 
 
 @contextmanager
-def _device_env(kind: str) -> Iterator[None]:
+def device_env(kind: str) -> Iterator[None]:
+    """KJ_DEVICE set to `kind` while the reference is imported and called (its utils read it)."""
     previous = os.environ.get(DEVICE_ENV)
     os.environ[DEVICE_ENV] = kind
     try:
@@ -342,7 +343,7 @@ class _Grading:
             runner_args = ("--kernelbench-seed", str(self.problem.kernelbench_init_seed))
         session = RunnerSession(work, lib, self.kind, self.deadline, isolation, runner_args)
         try:
-            with _device_env(self.kind):
+            with device_env(self.kind):
                 self._load_reference(trusted)
                 self._grade_cases(session)
         except Stop as stop:

@@ -5,12 +5,9 @@ and every example solution gets the verdict its name promises."""
 from __future__ import annotations
 
 import contextlib
-import os
 import tempfile
 import time
 import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
@@ -22,7 +19,7 @@ from grader.calibrate import DevicePeaks
 from grader.check import run_check
 from grader.device import detect_device
 from grader.devicemap import cuda_as_cpu
-from grader.harness import CUDA_ONLY, DEVICE_ENV, grade, import_reference
+from grader.harness import CUDA_ONLY, device_env, grade, import_reference
 from grader.inputs import clone_data, devices_of, iter_tensors, seeded_case
 from grader.problem import Problem
 
@@ -222,19 +219,6 @@ def conclude(report: ValidationReport) -> None:
 
 
 # -- the reference, run in this (trusted) process -----------------------------------------
-
-
-@contextmanager
-def device_env(kind: str) -> Iterator[None]:
-    previous = os.environ.get(DEVICE_ENV)
-    os.environ[DEVICE_ENV] = kind
-    try:
-        yield
-    finally:
-        if previous is None:
-            os.environ.pop(DEVICE_ENV, None)
-        else:
-            os.environ[DEVICE_ENV] = previous
 
 
 def check_reference(problem: Problem, kind: str) -> Check:
