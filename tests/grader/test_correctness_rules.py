@@ -171,3 +171,18 @@ def test_an_input_the_reference_reads_still_may_not_be_written(tmp_path: Path) -
     report = grade(problem, code)
     assert report.status == "failed"
     assert "custom_kernel modified its inputs (data[1])" in report.message
+
+
+def test_a_buffer_the_reference_ignores_is_poisoned_before_every_call(
+    tmp_path: Path, with_cases: Callable[..., Problem]
+) -> None:
+    """Writing the ignored buffer once and returning it untouched afterwards fails: it is
+    refilled with NaN before each timed call like any output."""
+    problem = small(with_cases, _reference_with_unused_buffer(tmp_path))
+    once = (
+        "calls = 0\ndef custom_kernel(data):\n    global calls\n    calls += 1\n"
+        "    A, B, out = data\n    if calls == 1:\n        out[...] = A + B\n    return out\n"
+    )
+    report = grade(problem, once, mode="benchmark")
+    assert report.status == "failed", report.message
+    assert "got nan" in report.message
