@@ -146,6 +146,8 @@ class ProblemValidation(Base):
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     worker: Mapped[str | None] = mapped_column(String(200), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # When its task went to the queue: a round is sent once, however often it is asked.
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 

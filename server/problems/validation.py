@@ -63,8 +63,9 @@ def start(session: Session, problem: Problem, gpu_types: Sequence[str]) -> None:
 
 
 def enqueue(session: Session, problem: Problem, settings: Settings) -> int:
-    """Send the current round's validations to their device types' queues; call only after
-    the round has been committed. Returns how many were sent."""
+    """Send the current round's validations that have not been sent yet to their device
+    types' queues; call only after the round has been committed, and commit after (the
+    rows remember they were sent). Returns how many were sent."""
     loaded = problem_from_files(problem.name, problem.files)
     payload: dict[str, Any] = {
         "problem": {"name": problem.name, "version": problem.version, "files": problem.files},
@@ -76,8 +77,9 @@ def enqueue(session: Session, problem: Problem, settings: Settings) -> int:
     }
     sent = 0
     for row in current_round(session, problem):
-        if row.status != QUEUED:
+        if row.status != QUEUED or row.sent_at is not None:
             continue
+        row.sent_at = utcnow()
         chain(
             tasks.validate_problem.si(row.id, payload).set(queue=row.gpu_type),
             tasks.record_validation.s().set(queue=RESULTS_QUEUE),

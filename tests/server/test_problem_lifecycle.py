@@ -123,6 +123,26 @@ async def test_an_upload_is_closed_until_its_validation_is_recorded_clean(
     assert (await submit(client, alice, "pending")).status_code == 202
 
 
+def sent_times(name: str) -> list[Any]:
+    with session_scope() as session:
+        problem = repository.get_problem(session, name)
+        assert problem is not None
+        return [row.sent_at for row in validation.current_round(session, problem)]
+
+
+async def test_uploading_the_same_problem_again_does_not_send_its_round_twice(
+    client: httpx.AsyncClient, admin: Account
+) -> None:
+    """A worker's time (minutes on a GPU) is not spent twice on one round."""
+    raw = problem_zip("twice")
+    await upload(client, admin, raw, "p.zip")
+    first = sent_times("twice")
+    assert len(first) == 1 and first[0] is not None
+    again = await upload(client, admin, raw, "p.zip")
+    assert again.status_code == 201 and again.json()["status"] == "validating"
+    assert sent_times("twice") == first
+
+
 async def test_a_failed_round_leaves_the_problem_invalid_until_a_clean_one(
     client: httpx.AsyncClient, browser: httpx.AsyncClient, admin: Account, alice: Account
 ) -> None:

@@ -44,6 +44,7 @@ def upgrade() -> None:
         sa.Column("report", sa.JSON(), nullable=True),
         sa.Column("worker", sa.String(length=200), nullable=True),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("sent_at", sa.DateTime(timezone=True), nullable=True),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
             ["problem_id"],
