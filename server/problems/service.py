@@ -237,10 +237,15 @@ def list_visible_problems(session: Session, user: User | None) -> Sequence[Probl
     return [problem for problem in everything if shown_to_everyone(problem)]
 
 
+def service_gpu_types(settings: Settings) -> list[str]:
+    """The device types this service grades on."""
+    return list(settings.gpu_types or [local_device()[1]])
+
+
 def gpu_types_for(problem: Problem, settings: Settings) -> list[str]:
     """Device types a submission to this problem may ask for: the service's, narrowed to the
     problem's own list when it has one."""
-    offered = settings.gpu_types or [local_device()[1]]
+    offered = service_gpu_types(settings)
     if problem.gpu_types:
         return [gpu for gpu in offered if gpu in problem.gpu_types]
     return list(offered)
@@ -259,9 +264,13 @@ def update_settings(
     deadline: datetime | None,
     code_public_after_deadline: bool,
     starts_at: datetime | None = None,
+    gpu_types: Sequence[str] | None = None,
+    settings: Settings | None = None,
 ) -> Problem:
     """What organizers set on a problem besides its files; the audit log gets each setting
-    that changed, before and after."""
+    that changed, before and after. New device types (`gpu_types`, from the service's,
+    with `settings`) start a validation round on them: the caller commits, then calls
+    ``validation.enqueue``."""
     problem = repository.get_problem(session, name)
     if problem is None:
         raise NotFound(f"no problem named {name!r}")
@@ -271,7 +280,21 @@ def update_settings(
         raise BadRequest("give the start time with its time zone")
     if starts_at is not None and deadline is not None and starts_at >= deadline:
         raise BadRequest("the start time must come before the deadline")
+    if gpu_types is not None:
+        assert settings is not None, "device types are checked against the service's"
+        known = service_gpu_types(settings)
+        unknown = [gpu for gpu in gpu_types if gpu not in known]
+        if unknown or not gpu_types:
+            raise BadRequest(
+                f"choose device types among this service's: {', '.join(known)}"
+                + (f" ({', '.join(unknown)} is not one)" if unknown else "")
+            )
     before = settings_of(problem)
+    if gpu_types is not None and settings is not None:
+        offered_before = gpu_types_for(problem, settings)
+        problem.gpu_types = [gpu for gpu in known if gpu in gpu_types]
+        if gpu_types_for(problem, settings) != offered_before:
+            validation.start(session, problem, gpu_types_for(problem, settings))
     problem.is_public = is_public
     problem.starts_at = starts_at
     problem.deadline = deadline
@@ -297,6 +320,7 @@ def settings_of(problem: Problem) -> dict[str, object]:
         "starts_at": problem.starts_at.isoformat() if problem.starts_at else None,
         "deadline": problem.deadline.isoformat() if problem.deadline else None,
         "code_public_after_deadline": problem.code_public_after_deadline,
+        "gpu_types": list(problem.gpu_types or []),
     }
 
 

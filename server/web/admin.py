@@ -40,6 +40,8 @@ def render_problems(
         problems=listed,
         validations={p.id: validation.current_round(page.session, p) for p in listed},
         leaderboard_choices=problems.LEADERBOARD_CHOICES,
+        device_types=problems.service_gpu_types(page.settings),
+        offered={p.id: problems.gpu_types_for(p, page.settings) for p in listed},
         errors=errors or {},
         notice=notice,
         section="problems",
@@ -90,7 +92,7 @@ async def update_problem(
     try:
         deadline = parse_deadline(str(form.get("deadline") or ""))
         starts_at = parse_deadline(str(form.get("starts_at") or ""))
-        problems.update_settings(
+        problem = problems.update_settings(
             page.session,
             page.viewer,
             name,
@@ -98,9 +100,16 @@ async def update_problem(
             deadline=deadline,
             code_public_after_deadline=form.get("code_public_after_deadline") == "on",
             starts_at=starts_at,
+            # The form lists the device types as checkboxes; a form without them keeps them.
+            gpu_types=[str(g) for g in form.getlist("gpu_types")]
+            if "gpu_types_listed" in form
+            else None,
+            settings=page.settings,
         )
     except BadRequest as exc:
         return render_problems(page, errors={name: exc.detail}, status_code=422)
+    page.session.commit()  # before a worker can hear of a new round on new device types
+    validation.enqueue(page.session, problem, page.settings)
     return page.redirect("/admin/problems")
 
 

@@ -17,6 +17,7 @@ from server.app import create_app
 from server.db import session_scope
 from server.models import Submission, utcnow
 from server.problems import repository, validation
+from server.settings import get_settings
 from server.users.service import authenticate
 from tests.server.conftest import Account
 from tests.server.test_problems_api import problem_zip, upload
@@ -173,6 +174,58 @@ async def test_a_failed_round_leaves_the_problem_invalid_until_a_clean_one(
     assert entry["details"]["status_before"] == "invalid"
     record_round("flaky")
     assert (await client.get("/api/v1/problems/flaky")).json()["status"] == "live"
+
+
+async def test_organizers_choose_the_device_types_and_each_new_one_is_validated(
+    client: httpx.AsyncClient,
+    browser: httpx.AsyncClient,
+    admin: Account,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A problem whose benchmark cases are GPU-sized need not be offered on CPU workers:
+    organizers pick its device types on the admin page; a change starts a validation round
+    on the new set, and the audit log keeps it."""
+    monkeypatch.setenv("KJ_GPU_TYPES", "cpu,h200")
+    get_settings.cache_clear()
+    try:
+        await upload(client, admin, problem_zip("devices"), "p.zip")
+        assert record_round("devices") == [True, True]
+        shown = (await client.get("/api/v1/problems/devices")).json()
+        assert shown["status"] == "live" and shown["gpu_types"] == ["cpu", "h200"]
+
+        name, _ = make_user("chooser", admin=True)
+        await log_in(browser, name)
+        form = {"is_public": "on", "gpu_types_listed": "1", "gpu_types": ["h200"]}
+        saved = await post_form(
+            browser, "/admin/problems/devices", form, from_page="/admin/problems"
+        )
+        assert saved.status_code == 303, saved.text
+        detail = (await client.get("/api/v1/problems/devices", headers=admin.headers)).json()
+        assert detail["gpu_types"] == ["h200"] and detail["status"] == "validating"
+        rounds = (
+            await client.get("/api/v1/problems/devices/validation", headers=admin.headers)
+        ).json()
+        assert [d["gpu"] for d in rounds["devices"]] == ["h200"]
+        assert record_round("devices") == [True]
+        assert (await client.get("/api/v1/problems/devices")).json()["status"] == "live"
+
+        unknown = {"is_public": "on", "gpu_types_listed": "1", "gpu_types": ["b200"]}
+        refused = await post_form(
+            browser, "/admin/problems/devices", unknown, from_page="/admin/problems"
+        )
+        assert refused.status_code == 422 and "b200 is not one" in refused.text
+        audit = (
+            await client.get("/api/v1/admin/audit", params={"per_page": 200}, headers=admin.headers)
+        ).json()
+        changes = [
+            e["details"]["changes"]
+            for e in audit["entries"]
+            if e["action"] == "problem.settings" and e["target"] == "devices"
+        ]
+        assert {"gpu_types": [["h200", "cpu"], ["h200"]]} in changes  # from its task.yml
+    finally:
+        monkeypatch.delenv("KJ_GPU_TYPES")
+        get_settings.cache_clear()
 
 
 async def test_before_its_start_a_problem_is_hidden_from_competitors(
