@@ -131,13 +131,24 @@ class Runner:
         raise SubmissionError(f"the runner does not know the request {op!r}")
 
 
+def _tell(send_fd: int, message: dict[str, Any]) -> bool:
+    """Send; False when the harness has already gone (it stopped the grading before the
+    runner was ready, say), which is no error of the submission's to report."""
+    try:
+        send_message(send_fd, message)
+    except (ChannelClosed, BrokenPipeError):
+        return False
+    return True
+
+
 def serve(recv_fd: int, send_fd: int, device: str, kernelbench_seed: int | None = None) -> None:
     try:
         runner = Runner(import_submission(device, kernelbench_seed), device)
     except BaseException as exc:
-        send_message(send_fd, {"ok": False, "phase": "import", **_error_reply(exc)})
+        _tell(send_fd, {"ok": False, "phase": "import", **_error_reply(exc)})
         return
-    send_message(send_fd, {"ok": True, "ready": True})
+    if not _tell(send_fd, {"ok": True, "ready": True}):
+        return
     while True:
         try:
             request = recv_message(recv_fd)
