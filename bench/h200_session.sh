@@ -6,6 +6,9 @@
 #   bash bench/h200_session.sh service    # A: the service end to end on CUDA, the corpus
 #                                         # B: every problem in benchmark mode, problems from
 #                                         #    outside the repository, isolation cost
+#   bash bench/h200_session.sh outside    # problems from outside this repository (in .ext/,
+#                                         # never committed) uploaded over REST, validated on
+#                                         # the worker, submitted: GPU MODE (A), KernelBench (B)
 #   bash bench/h200_session.sh again      # A: the service demo and the corpus again
 #                                         # B: PROBLEMS (built-in) and ONLY (outside) again
 # With one GPU the streams run one after the other. Needs .whl/ (bench/README.md: the
@@ -125,8 +128,27 @@ again_b() {  # named built-in problems (PROBLEMS) and outside problems (ONLY, a 
   fi
 }
 
+outside_a() {  # GPU MODE's conv2d_py and sort_py through REST, validated on this worker
+  step 280 "conv2d_py uploaded, validated, submitted" python3 bench/upload_demo.py \
+    .ext/conv2d_py.tar.gz pass:.ext/extra_solutions/conv2d_no_tf32.py \
+    fail:.ext/pmpp_v2/conv2d_py/solutions/wrong/empty.py
+  step 280 "sort_py uploaded, validated, submitted" python3 bench/upload_demo.py \
+    .ext/sort_py.tar.gz pass:.ext/pmpp_v2/sort_py/solutions/correct/ref.py \
+    fail:.ext/extra_solutions/sort_wrong_descending.py
+}
+
+outside_b() {  # KernelBench level 1 modules the same way
+  step 280 "KernelBench 63 uploaded, validated, submitted" python3 bench/upload_demo.py \
+    .ext/kb63_conv2d.zip pass:.ext/kernelbench/conv63_correct.py \
+    fail:.ext/kernelbench/conv63_wrong_weights.py
+  step 280 "KernelBench 40 uploaded, validated, submitted" python3 bench/upload_demo.py \
+    .ext/kb40_layernorm.zip pass:.ext/kernelbench/ln40_correct.py \
+    fail:.ext/kernelbench/ln40_wrong_lastdim.py
+}
+
 case "$what" in
   validate) run_streams validate_a validate_b ;;
+  outside) run_streams outside_a outside_b ;;
   service) run_streams service_a service_b ;;
   again) run_streams again_a again_b ;;
   *) echo "unknown: $what"; exit 2 ;;
