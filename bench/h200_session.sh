@@ -4,16 +4,16 @@
 #                                         # B: the sandbox with CUDA (one GPU of two),
 #                                         #    every built-in solution in the sandbox
 #   bash bench/h200_session.sh service    # A: the service end to end on CUDA, the corpus
-#                                         # B: every problem in benchmark mode, problems from
-#                                         #    outside the repository, isolation cost
+#                                         # B: every problem in benchmark mode, and our
+#                                         #    medians again
 #   bash bench/h200_session.sh outside    # problems from outside this repository (in .ext/,
 #                                         # never committed) uploaded over REST, validated on
 #                                         # the worker, submitted: GPU MODE (A), KernelBench (B)
 #   bash bench/h200_session.sh again      # A: the service demo and the corpus again
-#                                         # B: PROBLEMS (built-in) and ONLY (outside) again
+#                                         # B: the built-in PROBLEMS named, again
 # With one GPU the streams run one after the other. Needs .whl/ (bench/README.md: the
 # service's wheels and Debian 12's bubblewrap .deb); problems from outside this repository
-# (never committed) may be carried in .ext/ with their gpu_run.sh. Logs and JSON go to $OUT.
+# (never committed) are carried in .ext/ (bench/outside/README.md). Logs and JSON go to $OUT.
 set -u
 what="${1:?validate or service}"
 out="${OUT:-/tmp/kj-session}"; mkdir -p "$out"
@@ -80,10 +80,6 @@ service_a() {
 }
 
 service_b() {
-  if [ -f .ext/gpu_run.sh ]; then  # other people's problems, carried, never committed
-    step 230 "problems from outside this repository" \
-      env DEVICE=cuda REPORTS=/tmp/kj-ext-reports bash .ext/gpu_run.sh
-  fi
   step 240 "every built-in problem in benchmark mode" \
     python3 bench/problem_times.py --out "$out/problem_times.json"
   step 90 "our medians again (ncu's are in the validate run)" python3 bench/validate_timing.py ours
@@ -119,31 +115,27 @@ again_a() {  # a second try of the service stream's first half
   corpus
 }
 
-again_b() {  # named built-in problems (PROBLEMS) and outside problems (ONLY, a regex)
+again_b() {  # named built-in problems (PROBLEMS)
   step 200 "built-in problems in benchmark mode: ${PROBLEMS:-all}" \
     python3 bench/problem_times.py ${PROBLEMS:-}
-  if [ -f .ext/gpu_run.sh ]; then
-    step 200 "problems from outside this repository: ${ONLY:-all}" \
-      env DEVICE=cuda REPORTS=/tmp/kj-ext-reports bash .ext/gpu_run.sh
-  fi
 }
 
 outside_a() {  # GPU MODE's conv2d_py and sort_py through REST, validated on this worker
   step 280 "conv2d_py uploaded, validated, submitted" python3 bench/upload_demo.py \
-    .ext/conv2d_py.tar.gz pass:.ext/extra_solutions/conv2d_no_tf32.py \
+    .ext/conv2d_py.tar.gz pass:bench/outside/conv2d_no_tf32.py \
     fail:.ext/pmpp_v2/conv2d_py/solutions/wrong/empty.py
   step 280 "sort_py uploaded, validated, submitted" python3 bench/upload_demo.py \
     .ext/sort_py.tar.gz pass:.ext/pmpp_v2/sort_py/solutions/correct/ref.py \
-    fail:.ext/extra_solutions/sort_wrong_descending.py
+    fail:bench/outside/sort_wrong_descending.py
 }
 
 outside_b() {  # KernelBench level 1 modules the same way
   step 280 "KernelBench 63 uploaded, validated, submitted" python3 bench/upload_demo.py \
-    .ext/kb63_conv2d.zip pass:.ext/kernelbench/conv63_correct.py \
-    fail:.ext/kernelbench/conv63_wrong_weights.py
+    .ext/kb63_conv2d.zip pass:bench/outside/conv63_correct.py \
+    fail:bench/outside/conv63_wrong_weights.py
   step 280 "KernelBench 40 uploaded, validated, submitted" python3 bench/upload_demo.py \
-    .ext/kb40_layernorm.zip pass:.ext/kernelbench/ln40_correct.py \
-    fail:.ext/kernelbench/ln40_wrong_lastdim.py
+    .ext/kb40_layernorm.zip pass:bench/outside/ln40_correct.py \
+    fail:bench/outside/ln40_wrong_lastdim.py
 }
 
 case "$what" in
