@@ -17,6 +17,8 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,72 +47,86 @@ def main() -> int:
     )
     print("$ kerneljudge user add demo ->", added.returncode, added.stderr.strip()[-300:])
     token = added.stdout.strip().splitlines()[-1]
+    try:
+        with serving(env, data_dir / "serve.log") as base:
+            return demo(base, token, solutions)
+    finally:
+        print("\n-- serve log tail --")
+        print((data_dir / "serve.log").read_text()[-3000:])
+
+
+@contextmanager
+def serving(env: dict[str, str], log_path: Path) -> Iterator[str]:
+    """`kerneljudge serve` (API, results step and a local grading worker) on a free port,
+    until the block ends; yields its base URL once it answers."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
-    log = open(data_dir / "serve.log", "wb")  # noqa: SIM115
-    serve = subprocess.Popen(
-        [*cli, "serve", "--port", str(port)], env=env, cwd=REPO, stdout=log, stderr=log,
-        start_new_session=True,
-    )  # fmt: skip
-    try:
-        for _ in range(300):
-            try:
-                call("GET", f"{base}/healthz")
-                break
-            except (urllib.error.URLError, ConnectionError):
-                time.sleep(0.2)
-        problem = call("GET", f"{base}/api/v1/problems/vectoradd")
-        print("problem vectoradd offered on:", problem["gpu_types"])
-        ids = {}
-        for path in solutions:
-            code = (REPO / path).read_text()
-            accepted = call(
-                "POST", f"{base}/api/v1/submissions", token,
-                {"problem": "vectoradd", "code": code, "mode": "leaderboard"},
-            )  # fmt: skip
-            print(f"POST {path} ->", accepted)
-            ids[path] = accepted["id"]
-        failures = 0
-        for path, sid in ids.items():
-            started = time.monotonic()
-            while True:
-                report = call("GET", f"{base}/api/v1/submissions/{sid}", token)
-                if report["status"] in TERMINAL:
+    with open(log_path, "wb") as log:
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+            env=env, cwd=REPO, stdout=log, stderr=log, start_new_session=True,
+        )  # fmt: skip
+        try:
+            for _ in range(1500):
+                try:
+                    call("GET", f"{base}/healthz")
                     break
-                time.sleep(0.5)
-            failures += report["status"] != "passed"
-            print(f"\n== submission {sid} ({path}): {report['status']} after "
-                  f"{time.monotonic() - started:.1f} s of polling")  # fmt: skip
-            print("device:", report["device_name"], "| gpu:", report["gpu"],
-                  "| worker:", report["worker"])  # fmt: skip
-            print("score (s):", report["score"], "|", report["message"])
-            for case in report["cases"]:
-                timing = case.get("time") or {}
-                print(
-                    "  ", case["params"], case["status"],
-                    f"median {timing.get('median_s', 0) * 1e6:.2f} us",
-                    f"cv {timing.get('cv', 0):.3f}", f"n={timing.get('samples')}",
-                    f"sm_clock={timing.get('sm_clock_mhz')}",
-                )  # fmt: skip
-        board = call("GET", f"{base}/api/v1/leaderboards/vectoradd")
-        print("\nGET /api/v1/leaderboards/vectoradd ->", json.dumps(board, indent=1))
-        if not board["entries"]:
-            # What decides a leaderboard row, for each submission, to tell why none is there.
-            for sid in ids.values():
-                row = call("GET", f"{base}/api/v1/submissions/{sid}", token)
-                print(sid, {k: row.get(k) for k in (
-                    "status", "mode", "gpu", "problem_version", "score", "flags"
-                )})  # fmt: skip
-            print("problem:", call("GET", f"{base}/api/v1/problems/vectoradd"))
-        return 1 if failures else 0
-    finally:
-        serve.terminate()
-        serve.wait(timeout=60)
-        log.close()
-        print("\n-- serve log tail --")
-        print((data_dir / "serve.log").read_text()[-3000:])
+                except (urllib.error.URLError, ConnectionError):
+                    time.sleep(0.2)
+            yield base
+        finally:
+            serve.terminate()
+            serve.wait(timeout=60)
+
+
+def demo(base: str, token: str, solutions: list[str]) -> int:
+    """Submit each solution in leaderboard mode, print the reports and the leaderboard."""
+    problem = call("GET", f"{base}/api/v1/problems/vectoradd")
+    print("problem vectoradd offered on:", problem["gpu_types"])
+    ids = {}
+    for path in solutions:
+        code = (REPO / path).read_text()
+        accepted = call(
+            "POST", f"{base}/api/v1/submissions", token,
+            {"problem": "vectoradd", "code": code, "mode": "leaderboard"},
+        )  # fmt: skip
+        print(f"POST {path} ->", accepted)
+        ids[path] = accepted["id"]
+    failures = 0
+    for path, sid in ids.items():
+        started = time.monotonic()
+        while True:
+            report = call("GET", f"{base}/api/v1/submissions/{sid}", token)
+            if report["status"] in TERMINAL:
+                break
+            time.sleep(0.5)
+        failures += report["status"] != "passed"
+        print(f"\n== submission {sid} ({path}): {report['status']} after "
+              f"{time.monotonic() - started:.1f} s of polling")  # fmt: skip
+        print("device:", report["device_name"], "| gpu:", report["gpu"],
+              "| worker:", report["worker"])  # fmt: skip
+        print("score (s):", report["score"], "|", report["message"])
+        for case in report["cases"]:
+            timing = case.get("time") or {}
+            print(
+                "  ", case["params"], case["status"],
+                f"median {timing.get('median_s', 0) * 1e6:.2f} us",
+                f"cv {timing.get('cv', 0):.3f}", f"n={timing.get('samples')}",
+                f"sm_clock={timing.get('sm_clock_mhz')}",
+            )  # fmt: skip
+    board = call("GET", f"{base}/api/v1/leaderboards/vectoradd")
+    print("\nGET /api/v1/leaderboards/vectoradd ->", json.dumps(board, indent=1))
+    if not board["entries"]:
+        # What decides a leaderboard row, for each submission, to tell why none is there.
+        for sid in ids.values():
+            row = call("GET", f"{base}/api/v1/submissions/{sid}", token)
+            print(sid, {k: row.get(k) for k in (
+                "status", "mode", "gpu", "problem_version", "score", "flags"
+            )})  # fmt: skip
+        print("problem:", call("GET", f"{base}/api/v1/problems/vectoradd"))
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ differs from the one expected. Works on the CPU and on a GPU host (`bench/README
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.service_demo import serving
 
 REPO = Path(__file__).resolve().parent.parent
 TERMINAL = {"passed", "failed", "error", "timeout", "rejected"}
@@ -48,81 +51,70 @@ def main() -> int:
     data_dir = Path(tempfile.mkdtemp(prefix="kj-upload-demo-"))
     env = {**os.environ, "KJ_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
     organizer, competitor = add_user(env, "olga", True), add_user(env, "pete", False)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    base = f"http://127.0.0.1:{port}"
-    log = open(data_dir / "serve.log", "wb")  # noqa: SIM115
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
-        env=env, cwd=REPO, stdout=log, stderr=log, start_new_session=True,
-    )  # fmt: skip
     admin = {"Authorization": f"Bearer {organizer}"}
     user = {"Authorization": f"Bearer {competitor}"}
-    http = httpx.Client(base_url=base, timeout=60)
-    try:
-        wait_until(lambda: _healthy(http), 300, "serve")
-        created = http.post(
-            "/api/v1/problems", files={"archive": (archive.name, archive.read_bytes())},
-            headers=admin,
-        ).json()  # fmt: skip
-        name = created["name"]
-        print(f"POST /api/v1/problems {archive.name} -> {name} version {created['version']}, "
-              f"{created['status']} on {created['gpu_types']}")  # fmt: skip
-        started = time.monotonic()
-        url = f"/api/v1/problems/{name}/validation"
-        validation = wait_until(
-            lambda: _unless_validating(http.get(url, headers=admin).json()), 1800, "validation"
-        )
-        print(f"validation: {validation['status']} after {time.monotonic() - started:.0f} s")
-        for device in validation["devices"]:
-            print(f"  {device['gpu']}: {device['status']} (worker {device['worker']})")
-            for check in (device.get("report") or {}).get("checks", []):
-                message = " ".join((check.get("message") or "").split())[:160]
-                print(f"    {check['name']}: {check['status']} ({check['outcome']}, "
-                      f"{check.get('wall_s', 0):.1f} s) {message}")  # fmt: skip
-        differ = 0
-        for expected, path in wanted:
-            code = Path(path).read_text()
-            modes = ["test", "leaderboard"] if expected == "pass" else ["test"]
-            for mode in modes:
-                sent = http.post(
-                    "/api/v1/submissions", json={"problem": name, "code": code, "mode": mode},
-                    headers=user,
-                )  # fmt: skip
-                if sent.status_code != 202:
-                    print(f"{path} {mode}: HTTP {sent.status_code} {sent.text[:200]}")
-                    differ += 1
-                    continue
-                sid, started = sent.json()["id"], time.monotonic()
-                report = wait_until(
-                    lambda sid=sid: _unless_pending(
-                        http.get(f"/api/v1/submissions/{sid}", headers=user).json()
-                    ),
-                    1800,
-                    f"submission {sid}",
-                )
-                ok = (report["status"] == "passed") == (expected == "pass")
-                differ += not ok
-                score = f"{report['score'] * 1e6:.2f} µs" if report["score"] else "-"
-                verdict = "as expected" if ok else "NOT as expected"
-                print(f"{Path(path).name} {mode}: {report['status']} ({verdict}), "
-                      f"score {score}, {time.monotonic() - started:.0f} s: "
-                      f"{' '.join(report['message'].split())[:200]}")  # fmt: skip
-        board = http.get(f"/api/v1/leaderboards/{name}").json()
-        print("leaderboard:", [(e["rank"], e["user"], e["score"]) for e in board["entries"]])
-        return 1 if differ or validation["status"] != "live" else 0
-    finally:
-        serve.terminate()
-        serve.wait(timeout=60)
-        log.close()
+    with serving(env, data_dir / "serve.log") as base:
+        return run(httpx.Client(base_url=base, timeout=60), archive, wanted, admin, user)
 
 
-def _healthy(http: httpx.Client) -> bool | None:
-    try:
-        return http.get("/healthz").status_code == 200 or None
-    except httpx.HTTPError:
-        return None
+def run(
+    http: httpx.Client,
+    archive: Path,
+    wanted: list[list[str]],
+    admin: dict[str, str],
+    user: dict[str, str],
+) -> int:
+    """Upload, wait for the validation, submit each solution, read the leaderboard."""
+    created = http.post(
+        "/api/v1/problems", files={"archive": (archive.name, archive.read_bytes())},
+        headers=admin,
+    ).json()  # fmt: skip
+    name = created["name"]
+    print(f"POST /api/v1/problems {archive.name} -> {name} version {created['version']}, "
+          f"{created['status']} on {created['gpu_types']}")  # fmt: skip
+    started = time.monotonic()
+    url = f"/api/v1/problems/{name}/validation"
+    validation = wait_until(
+        lambda: _unless_validating(http.get(url, headers=admin).json()), 1800, "validation"
+    )
+    print(f"validation: {validation['status']} after {time.monotonic() - started:.0f} s")
+    for device in validation["devices"]:
+        print(f"  {device['gpu']}: {device['status']} (worker {device['worker']})")
+        for check in (device.get("report") or {}).get("checks", []):
+            message = " ".join((check.get("message") or "").split())[:160]
+            print(f"    {check['name']}: {check['status']} ({check['outcome']}, "
+                  f"{check.get('wall_s', 0):.1f} s) {message}")  # fmt: skip
+    differ = 0
+    for expected, path in wanted:
+        code = Path(path).read_text()
+        modes = ["test", "leaderboard"] if expected == "pass" else ["test"]
+        for mode in modes:
+            sent = http.post(
+                "/api/v1/submissions", json={"problem": name, "code": code, "mode": mode},
+                headers=user,
+            )  # fmt: skip
+            if sent.status_code != 202:
+                print(f"{path} {mode}: HTTP {sent.status_code} {sent.text[:200]}")
+                differ += 1
+                continue
+            sid, started = sent.json()["id"], time.monotonic()
+            report = wait_until(
+                lambda sid=sid: _unless_pending(
+                    http.get(f"/api/v1/submissions/{sid}", headers=user).json()
+                ),
+                1800,
+                f"submission {sid}",
+            )
+            ok = (report["status"] == "passed") == (expected == "pass")
+            differ += not ok
+            score = f"{report['score'] * 1e6:.2f} µs" if report["score"] else "-"
+            verdict = "as expected" if ok else "NOT as expected"
+            print(f"{Path(path).name} {mode}: {report['status']} ({verdict}), "
+                  f"score {score}, {time.monotonic() - started:.0f} s: "
+                  f"{' '.join(report['message'].split())[:200]}")  # fmt: skip
+    board = http.get(f"/api/v1/leaderboards/{name}").json()
+    print("leaderboard:", [(e["rank"], e["user"], e["score"]) for e in board["entries"]])
+    return 1 if differ or validation["status"] != "live" else 0
 
 
 def _unless_validating(seen: dict[str, Any]) -> dict[str, Any] | None:

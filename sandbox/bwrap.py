@@ -6,6 +6,7 @@ the sandbox user back to root outside); private tmpfs folders; a fresh /proc; a 
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import shutil
@@ -83,7 +84,7 @@ def visible_gpu_minors(visible: str) -> list[int]:
     gpus = _nvidia_gpus()
     minors = []
     for name in wanted:
-        match = [gpu for gpu in gpus if name in (gpu[0], gpu[1]) or gpu[1].startswith(name)]
+        match = [gpu for gpu in gpus if name == gpu[0] or gpu[1].startswith(name)]
         if len(match) != 1:
             raise SandboxUnavailable(
                 f"CUDA_VISIBLE_DEVICES names {name!r}, which is not one GPU of this host "
@@ -98,6 +99,13 @@ def _nvidia_gpus() -> list[tuple[str, str, int]]:
     smi = shutil.which("nvidia-smi")
     if smi is None:
         raise SandboxUnavailable("nvidia-smi is needed to find this worker's GPU device nodes")
+    return list(_listed_gpus(smi, NVIDIA_PROC))
+
+
+@functools.lru_cache
+def _listed_gpus(smi: str, proc: Path) -> tuple[tuple[str, str, int], ...]:
+    """Asked once per process: a worker asks before it forks its grading processes, which
+    then build every sandbox without running nvidia-smi again."""
     try:
         listing = subprocess.run(
             [smi, "--query-gpu=index,uuid,pci.bus_id", "--format=csv,noheader"],
@@ -113,14 +121,14 @@ def _nvidia_gpus() -> list[tuple[str, str, int]]:
         if not line.strip():
             continue
         index, uuid, bus_id = (part.strip() for part in line.split(","))
-        gpus.append((index, uuid, _device_minor(bus_id)))
-    return gpus
+        gpus.append((index, uuid, _device_minor(bus_id, proc)))
+    return tuple(gpus)
 
 
-def _device_minor(bus_id: str) -> int:
+def _device_minor(bus_id: str, proc: Path) -> int:
     """nvidia-smi writes an 8-digit PCI domain; the driver's /proc folder a 4-digit one."""
     domain, rest = bus_id.lower().split(":", 1)
-    info = NVIDIA_PROC / f"{domain[-4:]}:{rest}" / "information"
+    info = proc / f"{domain[-4:]}:{rest}" / "information"
     try:
         for line in info.read_text().splitlines():
             if line.startswith("Device Minor:"):

@@ -280,21 +280,10 @@ def update_settings(
         raise BadRequest("give the start time with its time zone")
     if starts_at is not None and deadline is not None and starts_at >= deadline:
         raise BadRequest("the start time must come before the deadline")
+    before = settings_of(problem)
     if gpu_types is not None:
         assert settings is not None, "device types are checked against the service's"
-        known = service_gpu_types(settings)
-        unknown = [gpu for gpu in gpu_types if gpu not in known]
-        if unknown or not gpu_types:
-            raise BadRequest(
-                f"choose device types among this service's: {', '.join(known)}"
-                + (f" ({', '.join(unknown)} is not one)" if unknown else "")
-            )
-    before = settings_of(problem)
-    if gpu_types is not None and settings is not None:
-        offered_before = gpu_types_for(problem, settings)
-        problem.gpu_types = [gpu for gpu in known if gpu in gpu_types]
-        if gpu_types_for(problem, settings) != offered_before:
-            validation.start(session, problem, gpu_types_for(problem, settings))
+        choose_gpu_types(session, problem, gpu_types, settings)
     problem.is_public = is_public
     problem.starts_at = starts_at
     problem.deadline = deadline
@@ -311,6 +300,25 @@ def update_settings(
     )
     session.flush()
     return problem
+
+
+def choose_gpu_types(
+    session: Session, problem: Problem, gpu_types: Sequence[str], settings: Settings
+) -> None:
+    """Offer the problem on these of the service's device types; a changed set starts a
+    validation round on it."""
+    known = service_gpu_types(settings)
+    unknown = [gpu for gpu in gpu_types if gpu not in known]
+    if unknown or not gpu_types:
+        raise BadRequest(
+            f"choose device types among this service's: {', '.join(known)}"
+            + (f" ({', '.join(unknown)} is not one)" if unknown else "")
+        )
+    offered_before = gpu_types_for(problem, settings)
+    problem.gpu_types = [gpu for gpu in known if gpu in gpu_types]
+    offered = gpu_types_for(problem, settings)
+    if offered != offered_before:
+        validation.start(session, problem, offered)
 
 
 def settings_of(problem: Problem) -> dict[str, object]:

@@ -61,5 +61,13 @@ async def client(database: None) -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
+async def browser(database: None) -> AsyncIterator[httpx.AsyncClient]:
+    """A second client keeping its own cookies, as a signed-in browser does."""
+    transport = httpx.ASGITransport(app=create_app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
+        yield http
+
+
+@pytest.fixture
 def anyio_backend() -> Iterator[str]:
     yield "asyncio"

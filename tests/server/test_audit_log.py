@@ -4,7 +4,6 @@ the action's own transaction, and admins read it newest first, a page at a time.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
@@ -12,7 +11,6 @@ import pytest
 from typer.testing import CliRunner
 
 from grader.problem import BUILTIN_DIR
-from server.app import create_app
 from server.cli import app as cli
 from server.db import session_scope
 from server.users.repository import get_user_by_name
@@ -22,13 +20,6 @@ from tests.server.test_web_pages import graded, new_problem
 from tests.server.web_client import HTML, log_in, make_user, post_form
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def browser(database: None) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app())
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-        yield http
 
 
 async def audit_entries(

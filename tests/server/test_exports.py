@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 
 import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from server.app import create_app
 from server.db import session_scope
 from server.models import Submission
 from tests.server.conftest import Account
@@ -35,13 +33,6 @@ SUBMISSION_COLUMNS = [
     "finished_at",
     "code_sha256",
 ]
-
-
-@pytest.fixture
-async def browser(database: None) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app())
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-        yield http
 
 
 def competition(problem: str) -> tuple[list[str], list[int]]:

@@ -6,14 +6,12 @@ function stands in for the worker's report."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
 import httpx
 import pytest
 
-from server.app import create_app
 from server.db import session_scope
 from server.models import Submission, utcnow
 from server.problems import repository, validation
@@ -31,13 +29,6 @@ def custom_kernel(data):
     a, b, out = data
     return torch.add(a, b, out=out)
 """
-
-
-@pytest.fixture
-async def browser(database: None) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app())
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-        yield http
 
 
 def record_round(name: str, status: str = "passed") -> list[bool]:

@@ -3,7 +3,6 @@ limit shared by every API process, banned users, the secret key, admin-only page
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -17,14 +16,6 @@ from server.web.sessions import InsecureSettings, secret_key
 from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def browser(database: None) -> AsyncIterator[httpx.AsyncClient]:
-    """A cookie-keeping client, as a browser is."""
-    transport = httpx.ASGITransport(app=create_app())
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-        yield http
 
 
 async def test_forms_without_the_sessions_csrf_token_are_refused(

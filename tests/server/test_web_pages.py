@@ -3,7 +3,6 @@ the submit form's errors, API tokens, error pages and safe problem text."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import httpx
@@ -29,13 +28,6 @@ def custom_kernel(data):
     return torch.add(a, b, out=out)
 # marker-{}
 """
-
-
-@pytest.fixture
-async def browser(database: None) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=create_app())
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as http:
-        yield http
 
 
 def new_problem(name: str, **settings: object) -> None:
