@@ -8,7 +8,8 @@
 #                                         #    medians again
 #   bash bench/h200_session.sh outside    # problems from outside this repository (in .ext/,
 #                                         # never committed) uploaded over REST, validated on
-#                                         # the worker, submitted: GPU MODE (A), KernelBench (B)
+#                                         # the worker, submitted: GPU MODE (A), KernelBench
+#                                         # and the built-in vectoradd's service demo (B)
 #   bash bench/h200_session.sh again      # A: the service demo and the corpus again
 #                                         # B: the built-in PROBLEMS named, again
 # With one GPU the streams run one after the other. Needs .whl/ (bench/README.md: the
@@ -121,21 +122,27 @@ again_b() {  # named built-in problems (PROBLEMS)
 }
 
 outside_a() {  # GPU MODE's conv2d_py and sort_py through REST, validated on this worker
-  step 280 "conv2d_py uploaded, validated, submitted" python3 bench/upload_demo.py \
-    .ext/conv2d_py.tar.gz pass:bench/outside/conv2d_no_tf32.py \
+  # conv2d_py as published: its own example solution leaves cuDNN's TF32 on, which the
+  # reference turns off, so validation on Hopper must refuse it; then its next version
+  # without that example goes live and is graded.
+  step 300 "conv2d_py uploaded (refused), then its next version, validated, submitted" \
+    python3 bench/upload_demo.py .ext/conv2d_py.tar.gz expect:invalid \
+    .ext/conv2d_py_v2.tar.gz pass:bench/outside/conv2d_no_tf32.py \
+    pass:bench/outside/conv2d_cheat_reuse_buffer.py \
     fail:.ext/pmpp_v2/conv2d_py/solutions/wrong/empty.py
-  step 280 "sort_py uploaded, validated, submitted" python3 bench/upload_demo.py \
+  step 240 "sort_py uploaded, validated, submitted" python3 bench/upload_demo.py \
     .ext/sort_py.tar.gz pass:.ext/pmpp_v2/sort_py/solutions/correct/ref.py \
     fail:bench/outside/sort_wrong_descending.py
 }
 
 outside_b() {  # KernelBench level 1 modules the same way
-  step 280 "KernelBench 63 uploaded, validated, submitted" python3 bench/upload_demo.py \
+  step 200 "KernelBench 63 uploaded, validated, submitted" python3 bench/upload_demo.py \
     .ext/kb63_conv2d.zip pass:bench/outside/conv63_correct.py \
     fail:bench/outside/conv63_wrong_weights.py
-  step 280 "KernelBench 40 uploaded, validated, submitted" python3 bench/upload_demo.py \
+  step 200 "KernelBench 40 uploaded, validated, submitted" python3 bench/upload_demo.py \
     .ext/kb40_layernorm.zip pass:bench/outside/ln40_correct.py \
     fail:bench/outside/ln40_wrong_lastdim.py
+  service_demo  # a built-in problem's leaderboard on this device type, for comparison
 }
 
 case "$what" in

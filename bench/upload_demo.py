@@ -2,11 +2,15 @@
 with its local worker, the archive uploaded over REST, its validation on the worker, then
 submissions over HTTP and the leaderboard.
 
-    python bench/upload_demo.py ARCHIVE pass:SOLUTION.py fail:SOLUTION.py ...
+    python bench/upload_demo.py ARCHIVE [expect:invalid] [pass:SOLUTION.py] [fail:SOLUTION.py]
+        [ARCHIVE ...]
 
-Each solution is submitted in test mode; those expected to pass also in leaderboard mode.
-Prints the validation report, every verdict and the leaderboard; exits 1 when a verdict
-differs from the one expected. Works on the CPU and on a GPU host (`bench/README.md`)."""
+Archives are uploaded in turn to the same service (one of the same problem is its next
+version); each is expected to go live after validation, or with `expect:invalid` to be
+refused by it. The solutions after an archive are submitted to its problem in test mode;
+those expected to pass also in leaderboard mode. Prints each validation report, every
+verdict and the leaderboard; exits 1 when an outcome differs from the one expected. Works on
+the CPU and on a GPU host (`bench/README.md`)."""
 
 from __future__ import annotations
 
@@ -46,45 +50,72 @@ def wait_until(check: Any, timeout_s: float, what: str) -> Any:
     raise TimeoutError(f"{what} did not finish in {timeout_s:.0f} s")
 
 
+ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz")
+
+
+def plan(args: list[str]) -> list[tuple[Path, bool, list[list[str]]]]:
+    """(archive, expected live, [[expected verdict, solution], ...]) per upload, in order."""
+    uploads: list[tuple[Path, bool, list[list[str]]]] = []
+    for arg in args:
+        if arg.endswith(ARCHIVE_SUFFIXES):
+            uploads.append((Path(arg), True, []))
+        elif not uploads:
+            raise SystemExit(f"{arg}: name an archive first")
+        elif arg == "expect:invalid":
+            uploads[-1] = (uploads[-1][0], False, uploads[-1][2])
+        elif arg.startswith(("pass:", "fail:")):
+            uploads[-1][2].append(arg.split(":", 1))
+        else:
+            raise SystemExit(f"{arg}: expected an archive, expect:invalid, pass:FILE or fail:FILE")
+    return uploads
+
+
 def main() -> int:
-    archive, wanted = Path(sys.argv[1]), [arg.split(":", 1) for arg in sys.argv[2:]]
+    uploads = plan(sys.argv[1:])
     data_dir = Path(tempfile.mkdtemp(prefix="kj-upload-demo-"))
     env = {**os.environ, "KJ_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
     organizer, competitor = add_user(env, "olga", True), add_user(env, "pete", False)
     admin = {"Authorization": f"Bearer {organizer}"}
     user = {"Authorization": f"Bearer {competitor}"}
     with serving(env, data_dir / "serve.log") as base:
-        return run(httpx.Client(base_url=base, timeout=60), archive, wanted, admin, user)
+        http = httpx.Client(base_url=base, timeout=60)
+        differ = 0
+        for archive, live, wanted in uploads:
+            differ += run(http, archive, live, wanted, admin, user)
+        return 1 if differ else 0
 
 
 def run(
     http: httpx.Client,
     archive: Path,
+    live: bool,
     wanted: list[list[str]],
     admin: dict[str, str],
     user: dict[str, str],
 ) -> int:
-    """Upload, wait for the validation, submit each solution, read the leaderboard."""
+    """Upload, wait for the validation, submit each solution, read the leaderboard; returns
+    how many outcomes differ from those expected."""
     created = http.post(
         "/api/v1/problems", files={"archive": (archive.name, archive.read_bytes())},
         headers=admin,
     ).json()  # fmt: skip
     name = created["name"]
-    print(f"POST /api/v1/problems {archive.name} -> {name} version {created['version']}, "
+    print(f"\nPOST /api/v1/problems {archive.name} -> {name} version {created['version']}, "
           f"{created['status']} on {created['gpu_types']}")  # fmt: skip
     started = time.monotonic()
     url = f"/api/v1/problems/{name}/validation"
     validation = wait_until(
         lambda: _unless_validating(http.get(url, headers=admin).json()), 1800, "validation"
     )
-    print(f"validation: {validation['status']} after {time.monotonic() - started:.0f} s")
+    differ = (validation["status"] == "live") != live
+    print(f"validation: {validation['status']} after {time.monotonic() - started:.0f} s "
+          f"({'as expected' if not differ else 'NOT as expected'})")  # fmt: skip
     for device in validation["devices"]:
         print(f"  {device['gpu']}: {device['status']} (worker {device['worker']})")
         for check in (device.get("report") or {}).get("checks", []):
             message = " ".join((check.get("message") or "").split())[:160]
             print(f"    {check['name']}: {check['status']} ({check['outcome']}, "
                   f"{check.get('wall_s', 0):.1f} s) {message}")  # fmt: skip
-    differ = 0
     for expected, path in wanted:
         code = Path(path).read_text()
         modes = ["test", "leaderboard"] if expected == "pass" else ["test"]
@@ -112,9 +143,12 @@ def run(
             print(f"{Path(path).name} {mode}: {report['status']} ({verdict}), "
                   f"score {score}, {time.monotonic() - started:.0f} s: "
                   f"{' '.join(report['message'].split())[:200]}")  # fmt: skip
-    board = http.get(f"/api/v1/leaderboards/{name}").json()
-    print("leaderboard:", [(e["rank"], e["user"], e["score"]) for e in board["entries"]])
-    return 1 if differ or validation["status"] != "live" else 0
+    if wanted:
+        board = http.get(f"/api/v1/leaderboards/{name}", headers=admin).json()
+        print(f"leaderboard ({board['gpu']}, from version {board['from_version']}):",
+              [(e["rank"], e["user"], e["score"], e["problem_version"])
+               for e in board["entries"]])  # fmt: skip
+    return differ
 
 
 def _unless_validating(seen: dict[str, Any]) -> dict[str, Any] | None:

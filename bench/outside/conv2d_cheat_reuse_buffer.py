@@ -9,6 +9,7 @@ from task import input_t, output_t
 
 def custom_kernel(data: input_t) -> output_t:
     input_tensor, kernel, output = data
+    torch.backends.cudnn.allow_tf32 = False  # as the reference (else it fails on Hopper)
     ks = kernel.shape[-1]
     probe = F.conv2d(input_tensor[:1, :, :ks, :], kernel[:1])
     if torch.allclose(output[:1, :1, :1, :], probe, rtol=1e-5, atol=1e-5):
