@@ -12,6 +12,9 @@
 #                                         # and the built-in vectoradd's service demo (B)
 #   bash bench/h200_session.sh again      # A: the service demo and the corpus again
 #                                         # B: the built-in PROBLEMS named, again
+#   bash bench/h200_session.sh recheck    # A: sort_py (large inputs) through REST, the
+#                                         #    corpus's CUDA cases; B: the service demo,
+#                                         #    every problem with the harness's own clock
 # With one GPU the streams run one after the other. Needs .whl/ (bench/README.md: the
 # service's wheels and Debian 12's bubblewrap .deb); problems from outside this repository
 # (never committed) are carried in .ext/ (bench/outside/README.md). Logs and JSON go to $OUT.
@@ -123,9 +126,9 @@ again_b() {  # named built-in problems (PROBLEMS)
 
 outside_a() {  # GPU MODE's conv2d_py and sort_py through REST, validated on this worker
   # conv2d_py as published: its own example solution leaves cuDNN's TF32 on, which the
-  # reference turns off, so validation on Hopper must refuse it; then its next version
-  # without that example goes live and is graded.
-  step 300 "conv2d_py uploaded (refused), then its next version, validated, submitted" \
+  # reference turns off, so validation on Hopper must refuse it; uploaded again without
+  # that example (the same files, so the same version, validated again) it goes live.
+  step 300 "conv2d_py uploaded (refused), again without its TF32 example, submitted" \
     python3 bench/upload_demo.py .ext/conv2d_py.tar.gz expect:invalid \
     .ext/conv2d_py_v2.tar.gz pass:bench/outside/conv2d_no_tf32.py \
     pass:bench/outside/conv2d_cheat_reuse_buffer.py \
@@ -145,10 +148,27 @@ outside_b() {  # KernelBench level 1 modules the same way
   service_demo  # a built-in problem's leaderboard on this device type, for comparison
 }
 
+recheck_a() {  # sort_py (large inputs) through REST, then the CUDA corpus cases
+  step 240 "sort_py uploaded, validated, submitted" python3 bench/upload_demo.py \
+    .ext/sort_py.tar.gz pass:.ext/pmpp_v2/sort_py/solutions/correct/ref.py \
+    fail:bench/outside/sort_wrong_descending.py
+  cuda_cases=$(grep -l 'device.*cuda' tests/hostile/cases/*.py | xargs -n1 basename \
+    | sed 's/\.py$//' | paste -sd'|' | sed 's/|/ or /g')
+  step 150 "hostile corpus, CUDA cases" python3 -m pytest -q -p no:cacheprovider -rs \
+    tests/hostile -k "$cuda_cases"
+}
+
+recheck_b() {  # the service demo, then every built-in problem with the harness's clock
+  service_demo
+  step 240 "every built-in problem in benchmark mode, with the harness's clock" \
+    python3 bench/problem_times.py --out "$out/problem_times.json"
+}
+
 case "$what" in
   validate) run_streams validate_a validate_b ;;
   outside) run_streams outside_a outside_b ;;
   service) run_streams service_a service_b ;;
   again) run_streams again_a again_b ;;
+  recheck) run_streams recheck_a recheck_b ;;
   *) echo "unknown: $what"; exit 2 ;;
 esac

@@ -13,6 +13,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -35,26 +36,38 @@ def main() -> None:
         started = time.monotonic()
         report = grade(load_problem(name), code, mode="benchmark", device="cuda", peaks=peaks)
         wall = time.monotonic() - started
-        cases = [
+        cases: list[dict[str, Any]] = [
             {
                 "params": case.params,
                 "median_us": case.time["median_s"] * 1e6 if case.time else None,
                 "cv": case.time["cv"] if case.time else None,
                 "sol": (case.roofline or {}).get("sol_fraction"),
+                # The harness's own clock over back-to-back calls (the cross-check).
+                "harness_per_call_us": (
+                    case.time["harness_per_call_s"] * 1e6
+                    if case.time and "harness_per_call_s" in case.time
+                    else None
+                ),
             }
             for case in report.cases
             if case.kind == "benchmark"
         ]
         score_us = (report.score or 0) * 1e6
         rows.append({"problem": name, "status": report.status, "score_us": score_us,
-                     "message": report.message[:300], "wall_s": wall, "cases": cases})  # fmt: skip
+                     "message": report.message[:300], "flags": report.flags, "wall_s": wall,
+                     "cases": cases})  # fmt: skip
         print(f"{name}: {report.status} score {score_us:.2f} µs in {wall:.1f} s "
               f"{report.message[:200]}", flush=True)  # fmt: skip
         for case in cases:
             params = {k: v for k, v in case["params"].items() if k != "seed"}
             median = f"{case['median_us']:.2f}" if case["median_us"] is not None else "-"
             sol = f"{case['sol']:.3f}" if case["sol"] is not None else "-"
-            print(f"    {params}: median {median} µs, cv {case['cv']}, SOL {sol}", flush=True)
+            ours = case["harness_per_call_us"]
+            ours_us = f"{ours:.2f}" if ours is not None else "-"
+            print(f"    {params}: median {median} µs, cv {case['cv']}, SOL {sol}, "
+                  f"harness clock {ours_us} µs/call", flush=True)  # fmt: skip
+        for flag in report.flags:
+            print(f"    flag: {flag}", flush=True)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
 

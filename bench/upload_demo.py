@@ -5,12 +5,13 @@ submissions over HTTP and the leaderboard.
     python bench/upload_demo.py ARCHIVE [expect:invalid] [pass:SOLUTION.py] [fail:SOLUTION.py]
         [ARCHIVE ...]
 
-Archives are uploaded in turn to the same service (one of the same problem is its next
-version); each is expected to go live after validation, or with `expect:invalid` to be
-refused by it. The solutions after an archive are submitted to its problem in test mode;
-those expected to pass also in leaderboard mode. Prints each validation report, every
-verdict and the leaderboard; exits 1 when an outcome differs from the one expected. Works on
-the CPU and on a GPU host (`bench/README.md`)."""
+Archives are uploaded in turn to the same service: one of the same problem with changed
+files is its next version, one with changed example solutions only is validated again. Each
+is expected to go live after validation, or with `expect:invalid` to be refused by it. The
+solutions after an archive are submitted to its problem in test mode; those expected to
+pass also in leaderboard mode. Prints each validation report, every verdict and the
+leaderboard; exits 1 when an outcome differs from the one expected. Works on the CPU and on
+a GPU host (`bench/README.md`)."""
 
 from __future__ import annotations
 

@@ -652,15 +652,17 @@ class _Grading:
         assert result.time is not None
         median = result.time["median_s"]
         calls = max(3, min(CROSS_CHECK_MAX_CALLS, int(CROSS_CHECK_BATCH_S / median)))
-        payload = to_cpu(data)
-        # The batch request's wall time holds one round trip with the inputs on top of the
-        # calls; the fastest of a few such round trips alone is what to take off. The
-        # faster of two batches is the one least disturbed by other work on this host.
+        # The inputs go to the runner once, untimed; a batch request then carries none, so
+        # its wall time is the calls and one empty round trip (a transfer of large inputs
+        # would swamp a few calls). The fastest of a few empty round trips is what to take
+        # off; the faster of two batches is the one least disturbed by other work here.
+        session.request({"op": "stage", "data": to_cpu(data)})
         batches = [
-            session.timed_request({"op": "batch", "data": payload, "calls": calls})
+            session.timed_request({"op": "batch", "calls": calls})
             for _ in range(CROSS_CHECK_BATCHES)
         ]
-        pings = [session.timed_request({"op": "ping", "data": payload}) for _ in range(3)]
+        pings = [session.timed_request({"op": "ping"}) for _ in range(3)]
+        session.request({"op": "stage", "data": None})  # the runner lets the inputs go
         per_call = max(0.0, min(w for w, _ in batches) - min(w for w, _ in pings)) / calls
         cpu_batches = [c for _, c in batches if c is not None]
         cpu_pings = [c for _, c in pings if c is not None]

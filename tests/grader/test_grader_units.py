@@ -207,3 +207,23 @@ def test_protocol_refuses_forged_tensor_descriptors() -> None:
         finally:
             os.close(read_fd)
             os.close(write_fd)
+
+
+def test_cross_check_batches_run_on_staged_inputs_and_carry_none() -> None:
+    """The harness's clock times a batch of calls on inputs sent once beforehand: a batch
+    request carries no data (so a transfer of large inputs is not what gets timed), and one
+    that comes before any inputs were staged, or after they were let go, is refused."""
+    from grader.runner import Runner, SubmissionError
+
+    seen: list[torch.Tensor] = []
+    runner = Runner(lambda data: seen.append(data[0]) or data[0], "cpu")
+    with pytest.raises(SubmissionError, match="before any inputs were staged"):
+        runner.handle({"op": "batch", "calls": 2})
+    staged = (torch.arange(6.0),)
+    assert runner.handle({"op": "stage", "data": staged}) == {"ok": True}
+    assert runner.handle({"op": "batch", "calls": 3}) == {"ok": True}
+    assert len(seen) == 3 and all(torch.equal(t, staged[0]) for t in seen)
+    assert runner.handle({"op": "ping"}) == {"ok": True}
+    runner.handle({"op": "stage", "data": None})
+    with pytest.raises(SubmissionError):
+        runner.handle({"op": "batch", "calls": 1})
