@@ -89,17 +89,24 @@ service_b() {
   step 90 "our medians again (ncu's are in the validate run)" python3 bench/validate_timing.py ours
 }
 
+cuda_cases() {  # the corpus cases that run on CUDA, as a pytest -k expression
+  grep -l 'device.*cuda' tests/hostile/cases/*.py | xargs -n1 basename \
+    | sed 's/\.py$//' | paste -sd'|' | sed 's/|/ or /g'
+}
+
+cuda_corpus() {
+  step 150 "hostile corpus, CUDA cases" python3 -m pytest -q -p no:cacheprovider -rs \
+    tests/hostile -k "$(cuda_cases)"
+}
+
 corpus() {  # the hostile corpus: CUDA cases, GPU state around them, then the CPU cases
   step 30 "GPU state before the corpus" python3 -c \
     "from grader.hygiene import gpu_state; print(gpu_state())"
-  cuda_cases=$(grep -l 'device.*cuda' tests/hostile/cases/*.py | xargs -n1 basename \
-    | sed 's/\.py$//' | paste -sd'|' | sed 's/|/ or /g')
-  step 150 "hostile corpus, CUDA cases" python3 -m pytest -q -p no:cacheprovider -rs \
-    tests/hostile -k "$cuda_cases"
+  cuda_corpus
   step 30 "GPU state after the CUDA cases" python3 -c \
     "from grader.hygiene import gpu_state; print(gpu_state())"
   step 200 "hostile corpus, CPU cases (a cgroup v2 host)" python3 -m pytest -q \
-    -p no:cacheprovider tests/hostile -k "not ($cuda_cases)"
+    -p no:cacheprovider tests/hostile -k "not ($(cuda_cases))"
 }
 
 run_streams() {  # run_streams A B: on GPUs 0 and 1 at once, or one after the other
@@ -124,6 +131,12 @@ again_b() {  # named built-in problems (PROBLEMS)
     python3 bench/problem_times.py ${PROBLEMS:-}
 }
 
+sort_upload() {  # GPU MODE's sort_py: 100M-element benchmark cases
+  step 240 "sort_py uploaded, validated, submitted" python3 bench/upload_demo.py \
+    .ext/sort_py.tar.gz pass:.ext/pmpp_v2/sort_py/solutions/correct/ref.py \
+    fail:bench/outside/sort_wrong_descending.py
+}
+
 outside_a() {  # GPU MODE's conv2d_py and sort_py through REST, validated on this worker
   # conv2d_py as published: its own example solution leaves cuDNN's TF32 on, which the
   # reference turns off, so validation on Hopper must refuse it; uploaded again without
@@ -133,9 +146,7 @@ outside_a() {  # GPU MODE's conv2d_py and sort_py through REST, validated on thi
     .ext/conv2d_py_v2.tar.gz pass:bench/outside/conv2d_no_tf32.py \
     pass:bench/outside/conv2d_cheat_reuse_buffer.py \
     fail:.ext/pmpp_v2/conv2d_py/solutions/wrong/empty.py
-  step 240 "sort_py uploaded, validated, submitted" python3 bench/upload_demo.py \
-    .ext/sort_py.tar.gz pass:.ext/pmpp_v2/sort_py/solutions/correct/ref.py \
-    fail:bench/outside/sort_wrong_descending.py
+  sort_upload
 }
 
 outside_b() {  # KernelBench level 1 modules the same way
@@ -149,13 +160,8 @@ outside_b() {  # KernelBench level 1 modules the same way
 }
 
 recheck_a() {  # sort_py (large inputs) through REST, then the CUDA corpus cases
-  step 240 "sort_py uploaded, validated, submitted" python3 bench/upload_demo.py \
-    .ext/sort_py.tar.gz pass:.ext/pmpp_v2/sort_py/solutions/correct/ref.py \
-    fail:bench/outside/sort_wrong_descending.py
-  cuda_cases=$(grep -l 'device.*cuda' tests/hostile/cases/*.py | xargs -n1 basename \
-    | sed 's/\.py$//' | paste -sd'|' | sed 's/|/ or /g')
-  step 150 "hostile corpus, CUDA cases" python3 -m pytest -q -p no:cacheprovider -rs \
-    tests/hostile -k "$cuda_cases"
+  sort_upload
+  cuda_corpus
 }
 
 recheck_b() {  # the service demo, then every built-in problem with the harness's clock
