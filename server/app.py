@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.audit.endpoints import router as audit_router
-from server.errors import KernelJudgeError, NotAuthenticated
+from server.errors import BadRequest, ErrorBody, KernelJudgeError, NotAuthenticated
 from server.exports.endpoints import router as exports_router
 from server.leaderboards.endpoints import router as leaderboards_router
 from server.problems.endpoints import router as problems_router
@@ -107,10 +110,18 @@ def create_app() -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            # Starlette names the methods of the first route on the path only.
+            headers["Allow"] = ", ".join(allowed_methods(request))
+        # Starlette's 400 (a malformed multipart body) is this API's malformed input.
+        status = 422 if exc.status_code == 400 else exc.status_code
         if web_errors.wants_page(request):
-            return web_errors.error_page(request, exc.status_code, str(exc.detail))
-        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return error_response(exc.status_code, code, str(exc.detail))
+            page = web_errors.error_page(request, status, str(exc.detail))
+            page.headers.update(headers)
+            return page
+        code = {404: "not_found", 405: "method_not_allowed", 422: "invalid_request"}
+        return error_response(status, code.get(status, "http_error"), str(exc.detail), headers)
 
     @app.exception_handler(Exception)
     async def unexpected_error(request: Request, exc: Exception) -> Response:
@@ -135,4 +146,51 @@ def create_app() -> FastAPI:
     # Signed, not encrypted: the cookie holds only the user's id and the CSRF token.
     app.add_middleware(PageSessions, secret_key=secret_key(settings), https_only=settings.https)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = with_error_bodies(
+                get_openapi(
+                    title=app.title,
+                    version=app.version,
+                    description=app.description,
+                    routes=app.routes,
+                )
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
+
+
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route of the app takes on this request's path, found by asking
+    the routes as they would be asked for that method."""
+    return [
+        method
+        for method in HTTP_METHODS
+        if any(
+            route.matches({**request.scope, "method": method})[0] == Match.FULL
+            for route in request.app.routes
+        )
+    ]
+
+
+def with_error_bodies(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema with every 422 as the API sends it: FastAPI documents its own validation
+    body (``detail`` a list) where the handler above sends ``{"error", "detail"}``."""
+    body = {"$ref": "#/components/schemas/ErrorBody"}
+    for path_item in schema.get("paths", {}).values():
+        for operation in path_item.values():
+            response = operation.get("responses", {}).get("422")
+            if response is not None:
+                response["description"] = BadRequest.__doc__
+                response["content"] = {"application/json": {"schema": body}}
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    for unused in ("HTTPValidationError", "ValidationError"):
+        components.pop(unused, None)
+    components.setdefault("ErrorBody", ErrorBody.model_json_schema())
+    return schema

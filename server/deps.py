@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Path
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 
@@ -14,6 +14,11 @@ from server.errors import Forbidden, NotAuthenticated
 from server.models import User
 from server.settings import Settings, get_settings
 from server.users.service import authenticate
+
+# The largest id a row may have (PostgreSQL's bigint, SQLite's integer): a larger one in a
+# URL is refused with 422 instead of overflowing in the database driver.
+MAX_ROW_ID = 2**63 - 1
+RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
 
 bearer = HTTPBearer(auto_error=False, description="an API token from `kerneljudge user add`")
 

@@ -21,7 +21,7 @@ router = APIRouter(prefix="/api/v1/admin", tags=["admin"])
 def read_audit_log(
     session: SessionDep,
     admin: AdminUser,
-    page: int = Query(default=1, ge=1),
+    page: int = Query(default=1, ge=1, le=service.MAX_PAGE),
     per_page: int = Query(default=50, ge=1, le=service.MAX_PER_PAGE),
 ) -> AuditLog:
     found = service.list_page(session, page, per_page)

@@ -16,6 +16,8 @@ from server.models import AuditEntry, User
 # Who acted when an action came from `kerneljudge` on the server rather than a signed-in admin.
 CLI_ACTOR = "cli"
 MAX_PER_PAGE = 200
+# Pages past this would put the query's offset beyond what the database's integers hold.
+MAX_PAGE = (2**63 - 1) // MAX_PER_PAGE
 
 
 def record(
@@ -54,8 +56,8 @@ class AuditPage:
 
 def list_page(session: Session, page: int = 1, per_page: int = 50) -> AuditPage:
     """One page of the log, newest first; pages count from 1."""
-    if page < 1:
-        raise BadRequest("page counts from 1")
+    if not 1 <= page <= MAX_PAGE:
+        raise BadRequest(f"page counts from 1 to {MAX_PAGE}")
     if not 1 <= per_page <= MAX_PER_PAGE:
         raise BadRequest(f"per_page is between 1 and {MAX_PER_PAGE}")
     entries = repository.list_entries(session, offset=(page - 1) * per_page, limit=per_page)

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from server.deps import CurrentUser, SessionDep, SettingsDep
+from server.deps import CurrentUser, RowId, SessionDep, SettingsDep
 from server.errors import (
     BadRequest,
     Conflict,
@@ -136,7 +136,7 @@ async def create_submission(
     responses=responses(NotAuthenticated, NotFound),
     summary="A submission's status and report",
 )
-def read_submission(submission_id: int, session: SessionDep, user: CurrentUser) -> SubmissionOut:
+def read_submission(submission_id: RowId, session: SessionDep, user: CurrentUser) -> SubmissionOut:
     submission = service.get_submission_for(session, submission_id, user)
     return submission_out(session, submission)
 

@@ -7,6 +7,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from server.deps import RowId
 from server.errors import (
     Forbidden,
     KernelJudgeError,
@@ -135,7 +136,7 @@ async def create_token(request: Request, page: SignedInPage) -> HTMLResponse:
 
 
 @router.post("/account/tokens/{token_id}/revoke")
-async def revoke_token(token_id: int, request: Request, page: SignedInPage) -> RedirectResponse:
+async def revoke_token(token_id: RowId, request: Request, page: SignedInPage) -> RedirectResponse:
     assert page.viewer is not None
     await read_form(request, page.settings)
     users.revoke_token(page.session, page.viewer, token_id)

@@ -12,6 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
 
 from server.audit import service as audit
+from server.deps import RowId
 from server.errors import BadRequest, KernelJudgeError
 from server.exports import service as exports
 from server.exports.endpoints import download
@@ -153,7 +154,7 @@ def admin_submissions(page: AdminPage) -> HTMLResponse:
 
 @router.post("/submissions/{submission_id}")
 async def moderate_submission(
-    submission_id: int, request: Request, page: AdminPage
+    submission_id: RowId, request: Request, page: AdminPage
 ) -> RedirectResponse:
     form = await read_form(request, page.settings)
     action = str(form.get("action") or "")
@@ -171,7 +172,7 @@ def admin_users(page: AdminPage) -> HTMLResponse:
 
 
 @router.post("/users/{user_id}")
-async def moderate_user(user_id: int, request: Request, page: AdminPage) -> RedirectResponse:
+async def moderate_user(user_id: RowId, request: Request, page: AdminPage) -> RedirectResponse:
     assert page.viewer is not None
     form = await read_form(request, page.settings)
     users.moderate_user(page.session, page.viewer, user_id, str(form.get("action") or ""))
@@ -181,7 +182,7 @@ async def moderate_user(user_id: int, request: Request, page: AdminPage) -> Redi
 @router.get("/audit", response_class=HTMLResponse)
 def admin_audit(
     page: AdminPage,
-    number: int = Query(default=1, ge=1, alias="page"),
+    number: int = Query(default=1, ge=1, le=audit.MAX_PAGE, alias="page"),
     per_page: int = Query(default=50, ge=1, le=audit.MAX_PER_PAGE),
 ) -> HTMLResponse:
     return page.render(

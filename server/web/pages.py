@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
 
 from grader.problem import problem_from_files
+from server.deps import RowId
 from server.errors import Conflict, Forbidden, KernelJudgeError, NotFound, TooManyRequests
 from server.leaderboards import service as leaderboards
 from server.models import Problem, Submission
@@ -225,13 +226,13 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)
-def submission_page(submission_id: int, page: PageDep) -> HTMLResponse:
+def submission_page(submission_id: RowId, page: PageDep) -> HTMLResponse:
     submission = submissions.get_visible_submission(page.session, submission_id, page.viewer)
     return page.render("submission.html", **submission_context(page, submission))
 
 
 @router.get("/submissions/{submission_id}/live", response_class=HTMLResponse)
-def submission_live(submission_id: int, page: PageDep) -> HTMLResponse:
+def submission_live(submission_id: RowId, page: PageDep) -> HTMLResponse:
     """The status and results part of the submission page, polled while it grades."""
     submission = submissions.get_visible_submission(page.session, submission_id, page.viewer)
     return page.render("_submission_result.html", **submission_context(page, submission))

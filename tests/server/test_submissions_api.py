@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 import httpx
 import pytest
 
@@ -217,7 +220,25 @@ async def test_other_users_cannot_read_a_submission(
 
 async def test_unknown_route_and_method(client: httpx.AsyncClient) -> None:
     assert_error(await client.get("/api/v1/nothing-here"), 404, "not_found")
-    assert_error(await client.delete("/healthz"), 405, "method_not_allowed")
+    not_allowed = await client.delete("/healthz")
+    assert_error(not_allowed, 405, "method_not_allowed")
+    assert not_allowed.headers["Allow"] == "GET"  # as RFC 9110 asks of a 405
+    # Two routes share this path (GET lists, POST uploads): the Allow names both.
+    put = await client.put("/api/v1/problems", json={})
+    assert_error(put, 405, "method_not_allowed")
+    assert put.headers["Allow"] == "GET, POST"
+
+
+@pytest.mark.parametrize("route", ["/api/v1/submissions", "/api/v1/problems"])
+async def test_malformed_multipart_is_an_invalid_request(
+    client: httpx.AsyncClient, admin: Account, route: str
+) -> None:
+    broken = await client.post(
+        route,
+        content=b"--b\r\n[]--b--\r\n",
+        headers={**admin.headers, "Content-Type": "multipart/form-data; boundary=b"},
+    )
+    assert_error(broken, 422, "invalid_request", "multipart")
 
 
 async def test_openapi_lists_both_submission_bodies(client: httpx.AsyncClient) -> None:
@@ -226,3 +247,40 @@ async def test_openapi_lists_both_submission_bodies(client: httpx.AsyncClient) -
     assert set(post["requestBody"]["content"]) == {"application/json", "multipart/form-data"}
     assert {"202", "401", "404", "413", "422"} <= set(post["responses"])
     assert (await client.get("/healthz")).json() == {"status": "ok"}
+
+
+async def test_openapi_error_bodies_are_the_ones_sent(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    """Every error status the schema declares has the body the API sends, 422 included
+    (FastAPI would document its own list-shaped validation body), and every reference in
+    the schema resolves."""
+    schema = (await client.get("/openapi.json")).json()
+    declared = {
+        (path, method, status): response
+        for path, item in schema["paths"].items()
+        for method, operation in item.items()
+        for status, response in operation["responses"].items()
+        if status.startswith(("4", "5"))
+    }
+    assert ("/api/v1/submissions/{submission_id}", "get", "422") in declared
+    for response in declared.values():
+        body = response["content"]["application/json"]["schema"]
+        assert body == {"$ref": "#/components/schemas/ErrorBody"}
+    refs = set(re.findall(r'"\$ref": "#/components/schemas/([^"]+)"', json.dumps(schema)))
+    assert refs <= set(schema["components"]["schemas"])
+    sent = await client.get("/api/v1/submissions/not-a-number", headers=alice.headers)
+    assert sent.status_code == 422
+    assert set(sent.json()) == set(schema["components"]["schemas"]["ErrorBody"]["properties"])
+
+
+@pytest.mark.parametrize("submission_id", ["0", str(2**64 + 7), "-3"])
+async def test_ids_out_of_range_are_refused_not_overflowed(
+    client: httpx.AsyncClient, browser: httpx.AsyncClient, alice: Account, submission_id: str
+) -> None:
+    """An id no row can have (past what the database's integers hold) is a 422 with a
+    message, from the API and from the pages, never a server error."""
+    response = await client.get(f"/api/v1/submissions/{submission_id}", headers=alice.headers)
+    assert_error(response, 422, "invalid_request", "submission_id")
+    page = await browser.get(f"/submissions/{submission_id}", headers={"Accept": "text/html"})
+    assert page.status_code == 422 and "submission_id" in page.text
