@@ -180,8 +180,8 @@ def allowed_methods(request: Request) -> list[str]:
 
 
 def with_error_bodies(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema with every 422 as the API sends it: FastAPI documents its own validation
-    body (``detail`` a list) where the handler above sends ``{"error", "detail"}``."""
+    """The schema as the API behaves: every 422 with the body the handler above sends
+    (FastAPI documents its own, ``detail`` a list), and optional tokens as optional."""
     body = {"$ref": "#/components/schemas/ErrorBody"}
     for path_item in schema.get("paths", {}).values():
         for operation in path_item.values():
@@ -189,6 +189,11 @@ def with_error_bodies(schema: dict[str, Any]) -> dict[str, Any]:
             if response is not None:
                 response["description"] = BadRequest.__doc__
                 response["content"] = {"application/json": {"schema": body}}
+            # A route that reads a token without requiring one (it shows admins more)
+            # declares no 401: its token is optional, which `{}` among the options says.
+            security = operation.get("security")
+            if security and "401" not in operation.get("responses", {}):
+                operation["security"] = [{}, *security]
     components = schema.setdefault("components", {}).setdefault("schemas", {})
     for unused in ("HTTPValidationError", "ValidationError"):
         components.pop(unused, None)

@@ -284,3 +284,18 @@ async def test_ids_out_of_range_are_refused_not_overflowed(
     assert_error(response, 422, "invalid_request", "submission_id")
     page = await browser.get(f"/submissions/{submission_id}", headers={"Accept": "text/html"})
     assert page.status_code == 422 and "submission_id" in page.text
+
+
+async def test_openapi_says_which_routes_need_a_token(client: httpx.AsyncClient) -> None:
+    """Routes that answer without a token (problems, leaderboards) declare the token
+    optional; routes that need one declare the 401 they send without it."""
+    schema = (await client.get("/openapi.json")).json()
+    anonymous = (await client.get("/api/v1/problems")).status_code
+    assert anonymous == 200
+    listing = schema["paths"]["/api/v1/problems"]["get"]
+    assert {} in listing["security"]
+    board = schema["paths"]["/api/v1/leaderboards/{problem}"]["get"]
+    assert {} in board["security"]
+    submit = schema["paths"]["/api/v1/submissions"]["post"]
+    assert "401" in submit["responses"] and {} not in submit["security"]
+    assert (await client.post("/api/v1/submissions", json={})).status_code == 401
