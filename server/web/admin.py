@@ -138,9 +138,9 @@ def parse_deadline(text: str) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(text.strip())
-    except ValueError as exc:
+        return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except (ValueError, OverflowError) as exc:  # the second: a year-1 time east of UTC
         raise BadRequest(f"{text!r} is not a date and time (YYYY-MM-DDTHH:MM)") from exc
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 @router.get("/submissions", response_class=HTMLResponse)

@@ -285,6 +285,19 @@ async def test_a_start_after_the_deadline_is_refused(browser: httpx.AsyncClient)
     assert refused.status_code == 422 and "before the deadline" in refused.text
 
 
+@pytest.mark.parametrize(
+    "moment", ["tomorrow", "2026-13-01T00:00", "0001-01-01T00:00+05:00", "9999-12-31T23:59-05:00"]
+)
+async def test_a_time_that_is_no_date_is_refused(browser: httpx.AsyncClient, moment: str) -> None:
+    """Not a date, or one that leaves the calendar when moved to UTC: a 422 naming it."""
+    await log_in(browser, make_user("clock", admin=True)[0])
+    refused = await post_form(
+        browser, "/admin/problems/vectorsum", {"is_public": "on", "deadline": moment},
+        from_page="/admin/problems",
+    )  # fmt: skip
+    assert refused.status_code == 422 and "is not a date and time" in refused.text
+
+
 def board(response: httpx.Response) -> list[tuple[str, int]]:
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
