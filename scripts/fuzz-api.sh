@@ -5,6 +5,8 @@
 # differ from the schema are failures; what is left are business rules the schema cannot
 # say (an archive's name must end in .zip or .tar.gz, code must be UTF-8 text).
 #   bash scripts/fuzz-api.sh [EXAMPLES]   # default: 100 per operation
+# On PostgreSQL (which refuses NUL characters that SQLite takes):
+#   KJ_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/DB bash scripts/fuzz-api.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fuzz=/tmp/kj-schemathesis

@@ -15,9 +15,9 @@ from server.models import User
 from server.settings import Settings, get_settings
 from server.users.service import authenticate
 
-# The largest id a row may have (PostgreSQL's bigint, SQLite's integer): a larger one in a
-# URL is refused with 422 instead of overflowing in the database driver.
-MAX_ROW_ID = 2**63 - 1
+# The largest id a row may have (the id columns are PostgreSQL integers): a larger one in
+# a URL is refused with 422 instead of overflowing in the database.
+MAX_ROW_ID = 2**31 - 1
 RowId = Annotated[int, Path(ge=1, le=MAX_ROW_ID)]
 
 bearer = HTTPBearer(auto_error=False, description="an API token from `kerneljudge user add`")

@@ -54,6 +54,29 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+class _NulFree(TypeDecorator[str]):
+    """Text without NUL characters on every database: PostgreSQL refuses them where SQLite
+    takes them, so a NUL that a submission's output or a request brings becomes U+FFFD when
+    stored or compared (a name with one then matches nothing), on both alike."""
+
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect: Dialect) -> str | None:
+        return value.replace("\x00", "\ufffd") if isinstance(value, str) else value
+
+
+class NulFreeText(_NulFree):
+    impl = Text
+    cache_ok = True
+
+
+class NulFreeString(_NulFree):
+    """``String(length)``, without NUL characters."""
+
+    impl = String
+    cache_ok = True
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING_CONVENTION)
     type_annotation_map: ClassVar[dict[Any, Any]] = {
@@ -67,9 +90,9 @@ class User(Base):
     __tablename__ = "users"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str] = mapped_column(NulFreeString(64), unique=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
-    password_hash: Mapped[str | None] = mapped_column(String(255), default=None)
+    password_hash: Mapped[str | None] = mapped_column(NulFreeString(255), default=None)
     is_banned: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -83,9 +106,9 @@ class ApiToken(Base):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
-    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    prefix: Mapped[str] = mapped_column(String(16))
-    label: Mapped[str] = mapped_column(String(100), default="")
+    token_hash: Mapped[str] = mapped_column(NulFreeString(64), unique=True)
+    prefix: Mapped[str] = mapped_column(NulFreeString(16))
+    label: Mapped[str] = mapped_column(NulFreeString(100), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
@@ -97,11 +120,11 @@ class Problem(Base):
     __tablename__ = "problems"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(100), unique=True)
-    description: Mapped[str] = mapped_column(Text, default="")
+    name: Mapped[str] = mapped_column(NulFreeString(100), unique=True)
+    description: Mapped[str] = mapped_column(NulFreeText, default="")
     # The resolved problem folder (file name -> text): what a worker needs to grade.
     files: Mapped[dict[str, Any]] = mapped_column(JSON)
-    files_sha256: Mapped[str] = mapped_column(String(64))
+    files_sha256: Mapped[str] = mapped_column(NulFreeString(64))
     version: Mapped[int] = mapped_column(Integer, default=1)
     gpu_types: Mapped[list[str]] = mapped_column(JSON, default=list)
     secret_seed: Mapped[int] = mapped_column(BigInteger)
@@ -114,7 +137,7 @@ class Problem(Base):
     starts_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # "validating" (its current version is being validated on the workers), "live" or
     # "invalid"; only a live problem is shown to competitors and takes submissions.
-    status: Mapped[str] = mapped_column(String(16), default="live")
+    status: Mapped[str] = mapped_column(NulFreeString(16), default="live")
     # Which round of validation counts: results of an earlier round are kept, not applied.
     validation_attempt: Mapped[int] = mapped_column(Integer, default=0)
     # The live leaderboard ranks submissions made against this version or later: kept at 1
@@ -140,11 +163,11 @@ class ProblemValidation(Base):
     )
     problem_version: Mapped[int] = mapped_column(Integer)
     attempt: Mapped[int] = mapped_column(Integer)
-    gpu_type: Mapped[str] = mapped_column(String(32))
+    gpu_type: Mapped[str] = mapped_column(NulFreeString(32))
     # "queued", then "passed" (every check as expected) or "failed".
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    status: Mapped[str] = mapped_column(NulFreeString(16), default="queued")
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
-    worker: Mapped[str | None] = mapped_column(String(200), default=None)
+    worker: Mapped[str | None] = mapped_column(NulFreeString(200), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # When its task went to the queue: a round is sent once, however often it is asked.
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
@@ -161,16 +184,16 @@ class Submission(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id"), index=True)
     problem_version: Mapped[int] = mapped_column(Integer)
-    code: Mapped[str] = mapped_column(Text)
-    code_sha256: Mapped[str] = mapped_column(String(64), index=True)
-    mode: Mapped[str] = mapped_column(String(16))
-    gpu_type: Mapped[str] = mapped_column(String(32))
-    status: Mapped[str] = mapped_column(String(16), default="queued")
+    code: Mapped[str] = mapped_column(NulFreeText)
+    code_sha256: Mapped[str] = mapped_column(NulFreeString(64), index=True)
+    mode: Mapped[str] = mapped_column(NulFreeString(16))
+    gpu_type: Mapped[str] = mapped_column(NulFreeString(32))
+    status: Mapped[str] = mapped_column(NulFreeString(16), default="queued")
     score: Mapped[float | None] = mapped_column(Float, default=None)
-    message: Mapped[str] = mapped_column(Text, default="")
+    message: Mapped[str] = mapped_column(NulFreeText, default="")
     flags: Mapped[list[str]] = mapped_column(JSON, default=list)
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
-    worker: Mapped[str | None] = mapped_column(String(200), default=None)
+    worker: Mapped[str | None] = mapped_column(NulFreeString(200), default=None)
     # Set by organizers; either one takes the submission off the leaderboard.
     is_hidden: Mapped[bool] = mapped_column(Boolean, default=False)
     is_hacked: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -196,10 +219,10 @@ class Run(Base):
         ForeignKey("submissions.id", ondelete="CASCADE"), index=True
     )
     index: Mapped[int] = mapped_column(Integer)
-    kind: Mapped[str] = mapped_column(String(16))
+    kind: Mapped[str] = mapped_column(NulFreeString(16))
     params: Mapped[dict[str, Any]] = mapped_column(JSON)
-    status: Mapped[str] = mapped_column(String(16))
-    message: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[str] = mapped_column(NulFreeString(16))
+    message: Mapped[str] = mapped_column(NulFreeText, default="")
     median_s: Mapped[float | None] = mapped_column(Float, default=None)
     mean_s: Mapped[float | None] = mapped_column(Float, default=None)
     min_s: Mapped[float | None] = mapped_column(Float, default=None)
@@ -215,8 +238,8 @@ class LoginAttempt(Base):
     __tablename__ = "login_attempts"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    user_name: Mapped[str] = mapped_column(String(64), index=True)
-    address: Mapped[str] = mapped_column(String(64), index=True)
+    user_name: Mapped[str] = mapped_column(NulFreeString(64), index=True)
+    address: Mapped[str] = mapped_column(NulFreeString(64), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
 
 
@@ -233,8 +256,8 @@ class AuditEntry(Base):
         ForeignKey("users.id", ondelete="SET NULL"), index=True, default=None
     )
     # Kept as written, so the entry still says who acted if the user is renamed or removed.
-    actor_name: Mapped[str] = mapped_column(String(64))
-    action: Mapped[str] = mapped_column(String(64), index=True)
-    target_type: Mapped[str] = mapped_column(String(32))
-    target: Mapped[str] = mapped_column(String(100))
+    actor_name: Mapped[str] = mapped_column(NulFreeString(64))
+    action: Mapped[str] = mapped_column(NulFreeString(64), index=True)
+    target_type: Mapped[str] = mapped_column(NulFreeString(32))
+    target: Mapped[str] = mapped_column(NulFreeString(100))
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

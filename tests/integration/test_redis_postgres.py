@@ -4,6 +4,7 @@ recorded once."""
 
 from __future__ import annotations
 
+import re
 import signal
 import time
 from pathlib import Path
@@ -111,3 +112,46 @@ def test_an_upload_is_validated_by_a_separate_worker_then_goes_live(tmp_path: Pa
             sid = submit(base, competitor, "pgsum", RIGHT, "test")
             report = wait_for(base, competitor, sid, TERMINAL, 120, tmp_path / "worker.log")
             assert report["status"] == "passed", report["message"]
+
+
+# Its output and its error carry NUL characters, which PostgreSQL's text columns refuse.
+NUL_RAISER = """
+import sys
+print("out\\x00put")
+
+def custom_kernel(data):
+    raise ValueError("bad\\x00byte")
+"""
+
+
+def test_nul_characters_from_a_submission_or_a_request_are_no_server_error(
+    tmp_path: Path,
+) -> None:
+    """On PostgreSQL, a report whose messages hold NUL characters is recorded (the
+    submission ends, not stuck `running`), and a name with one in a URL or a form is
+    a plain miss."""
+    with fresh_postgres_database() as database_url:
+        env = service_env(tmp_path / "var", database_url=database_url, broker_url=fresh_redis_url())
+        token = add_user(env, "nul")
+        with (
+            serving(env, tmp_path / "services.log") as base,
+            running(kerneljudge("worker"), env, tmp_path / "worker.log"),
+        ):
+            sid = submit(base, token, "vectoradd", NUL_RAISER, "test")
+            report = wait_for(base, token, sid, TERMINAL, 120, tmp_path / "worker.log")
+            assert report["status"] == "error", report
+            assert "bad\ufffdbyte" in report["message"]
+            for url in ("/api/v1/problems/vector%00add", "/api/v1/leaderboards/vector%00add"):
+                missing = httpx.get(f"{base}{url}")
+                assert missing.status_code == 404 and missing.json()["error"] == "not_found"
+            with httpx.Client(base_url=base) as browser:
+                page = browser.get("/login", headers={"Accept": "text/html"})
+                csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+                assert csrf is not None
+                for name in ("gr\x00ce", "g" * 1000):
+                    refused = browser.post(
+                        "/login",
+                        data={"name": name, "password": "x", "csrf_token": csrf.group(1)},
+                        headers={"Accept": "text/html"},
+                    )
+                    assert refused.status_code in (401, 422), refused.text[-500:]

@@ -274,7 +274,7 @@ async def test_openapi_error_bodies_are_the_ones_sent(
     assert set(sent.json()) == set(schema["components"]["schemas"]["ErrorBody"]["properties"])
 
 
-@pytest.mark.parametrize("submission_id", ["0", str(2**64 + 7), "-3"])
+@pytest.mark.parametrize("submission_id", ["0", str(2**31), str(2**64 + 7), "-3"])
 async def test_ids_out_of_range_are_refused_not_overflowed(
     client: httpx.AsyncClient, browser: httpx.AsyncClient, alice: Account, submission_id: str
 ) -> None:
