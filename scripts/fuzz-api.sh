@@ -19,4 +19,4 @@ serve=$!
 trap 'kill -- -$serve 2>/dev/null || true' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.3; done
 "$fuzz/bin/schemathesis" run "http://127.0.0.1:$port/openapi.json" --checks all \
-  -H "Authorization: Bearer $token" -n "${1:-100}"
+  -H "Authorization: Bearer $token" -n "${1:-100}" --generation-allow-x00 true
