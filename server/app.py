@@ -11,7 +11,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
+from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.audit.endpoints import router as audit_router
@@ -111,9 +111,9 @@ def create_app() -> FastAPI:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
         headers = dict(exc.headers or {})
-        if exc.status_code == 405:
+        if exc.status_code == 405 and (allowed := allowed_methods(request)):
             # Starlette names the methods of the first route on the path only.
-            headers["Allow"] = ", ".join(allowed_methods(request))
+            headers["Allow"] = ", ".join(allowed)
         # Starlette's 400 (a malformed multipart body) is this API's malformed input.
         status = 422 if exc.status_code == 400 else exc.status_code
         if web_errors.wants_page(request):
@@ -168,13 +168,14 @@ HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 def allowed_methods(request: Request) -> list[str]:
     """Every method some route of the app takes on this request's path, found by asking
-    the routes as they would be asked for that method."""
+    the routes as they would be asked for that method (mounts, which take any method and
+    answer for themselves, aside)."""
+    routes = [route for route in request.app.routes if not isinstance(route, Mount)]
     return [
         method
         for method in HTTP_METHODS
         if any(
-            route.matches({**request.scope, "method": method})[0] == Match.FULL
-            for route in request.app.routes
+            route.matches({**request.scope, "method": method})[0] == Match.FULL for route in routes
         )
     ]
 
