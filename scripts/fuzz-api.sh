@@ -18,5 +18,6 @@ KJ_DATA_DIR=$data setsid .venv/bin/python -m server.cli serve --port "$port" >"$
 serve=$!
 trap 'kill -- -$serve 2>/dev/null || true' EXIT
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.3; done
+cd "$data"  # schemathesis keeps its example database where it runs
 "$fuzz/bin/schemathesis" run "http://127.0.0.1:$port/openapi.json" --checks all \
   -H "Authorization: Bearer $token" -n "${1:-100}" --generation-allow-x00 true
