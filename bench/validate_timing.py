@@ -3,7 +3,8 @@
     python bench/validate_timing.py ours            # our median per kernel (JSON lines)
     python bench/validate_timing.py profile NAME    # run under ncu: NAME's calls in NVTX ranges
     python bench/validate_timing.py compare OUT     # both, and the table (needs ncu on PATH)
-    python bench/validate_timing.py gaps NAME       # NAME timed with idle gaps between samples
+    python bench/validate_timing.py gaps NAME [MS ...]   # NAME with idle gaps between samples
+    python bench/validate_timing.py ours --min-pause-ms MS  # ours, with a minimum pause
 
 `ours` uses grader.timing.Timer exactly as the runner does (L2 flush, launch lead, events,
 the stopping rule). The ncu pass replays each kernel of PROFILE_CALLS calls with
@@ -26,6 +27,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.kernels import KERNELS
+from grader import timing
 from grader.calibrate import measure_peaks
 from grader.timing import Timer, summarize
 
@@ -48,7 +50,7 @@ def ours() -> dict[str, dict[str, float]]:
     return results
 
 
-def gaps(name: str, gaps_ms: tuple[float, ...] = (0.0, 2.0, 10.0, 50.0)) -> None:
+def gaps(name: str, gaps_ms: tuple[float, ...]) -> None:
     """How much of a compute-bound kernel's gap to Nsight Compute is the clock: the same
     samples with the GPU left idle between them, so the clock recovers from the power limit
     that back-to-back calls hold it at."""
@@ -148,9 +150,12 @@ def compare(out_dir: Path) -> None:
 if __name__ == "__main__":
     os.environ.setdefault("TORCH_EXTENSIONS_DIR", "/tmp/kj-bench-extensions")
     if sys.argv[1] == "ours":
+        if "--min-pause-ms" in sys.argv:
+            timing.COOL_DOWN_MIN_S = float(sys.argv[sys.argv.index("--min-pause-ms") + 1]) / 1e3
+        print(json.dumps({"min_pause_s": timing.COOL_DOWN_MIN_S}), flush=True)
         ours()
     elif sys.argv[1] == "gaps":
-        gaps(sys.argv[2])
+        gaps(sys.argv[2], tuple(float(ms) for ms in sys.argv[3:]) or (0.0, 2.0, 10.0, 50.0))
     elif sys.argv[1] == "profile":
         profile(sys.argv[2])
     else:

@@ -33,7 +33,14 @@ LAUNCH_LEAD_CYCLES = 200_000
 # let the GPU drop towards idle clocks (50 ms: 6% slower again).
 COOL_DOWN_FACTOR = 2.0
 COOL_DOWN_MAX_S = 0.01
+# The pause is never shorter than this (bench/validate_timing.py tries other values).
+COOL_DOWN_MIN_S = 0.0
 WARMUP_COOL_DOWN_S = 0.02
+
+
+def cool_down_s(sample_s: float) -> float:
+    """The idle time after a CUDA sample of this length."""
+    return max(COOL_DOWN_MIN_S, min(COOL_DOWN_FACTOR * sample_s, COOL_DOWN_MAX_S))
 
 
 @dataclass
@@ -167,7 +174,7 @@ class Timer:
             sample, output = self.one_call(fn, data, poison_paths)
             seconds.append(sample)
             if self._flush is not None:
-                time.sleep(min(COOL_DOWN_FACTOR * sample, COOL_DOWN_MAX_S))
+                time.sleep(cool_down_s(sample))
             # Read right after each sample, outside the timed region: under sustained load
             # the clock falls, and the report should say at what clock its times were taken.
             clock = self.sm_clock_mhz()
