@@ -45,7 +45,10 @@ def main() -> None:
     ).stdout.strip().splitlines()[-1]  # fmt: skip
     headers = {"Authorization": f"Bearer {token}"}
     seconds, statuses = [], []
-    with serving(env, data_dir / "serve.log") as base, httpx.Client(base_url=base) as http:
+    with (
+        serving(env, data_dir / "serve.log") as base,
+        httpx.Client(base_url=base, timeout=120) as http,
+    ):
         for run in range(args.runs):
             started = time.monotonic()
             sent = http.post(
