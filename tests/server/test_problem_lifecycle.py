@@ -18,6 +18,7 @@ from server.problems import repository, validation
 from server.settings import get_settings
 from server.users.service import authenticate
 from tests.server.conftest import Account
+from tests.server.test_audit_log import audit_entries
 from tests.server.test_problems_api import problem_zip, upload
 from tests.server.web_client import HTML, log_in, make_user, post_form
 
@@ -157,10 +158,7 @@ async def test_a_failed_round_leaves_the_problem_invalid_until_a_clean_one(
     assert again.status_code == 303
     shown = (await client.get("/api/v1/problems/flaky/validation", headers=admin.headers)).json()
     assert shown["status"] == "validating" and shown["attempt"] == 2
-    audit = (
-        await client.get("/api/v1/admin/audit", params={"per_page": 200}, headers=admin.headers)
-    ).json()
-    entry = next(e for e in audit["entries"] if e["action"] == "problem.validate")
+    entry = (await audit_entries(client, admin, action="problem.validate"))[0]
     assert entry["actor"] == name and entry["target"] == "flaky"
     assert entry["details"]["status_before"] == "invalid"
     record_round("flaky")
@@ -205,13 +203,9 @@ async def test_organizers_choose_the_device_types_and_each_new_one_is_validated(
             browser, "/admin/problems/devices", unknown, from_page="/admin/problems"
         )
         assert refused.status_code == 422 and "b200 is not one" in refused.text
-        audit = (
-            await client.get("/api/v1/admin/audit", params={"per_page": 200}, headers=admin.headers)
-        ).json()
         changes = [
             e["details"]["changes"]
-            for e in audit["entries"]
-            if e["action"] == "problem.settings" and e["target"] == "devices"
+            for e in await audit_entries(client, admin, action="problem.settings", target="devices")
         ]
         assert {"gpu_types": [["h200", "cpu"], ["h200"]]} in changes  # from its task.yml
     finally:
@@ -255,12 +249,7 @@ async def test_before_its_start_a_problem_is_hidden_from_competitors(
         and "opens at 2099-01-02 03:04" in (ranked_early.json()["detail"])
     )
 
-    audit = (
-        await client.get("/api/v1/admin/audit", params={"per_page": 200}, headers=admin.headers)
-    ).json()
-    entry = next(
-        e for e in audit["entries"] if e["action"] == "problem.settings" and e["target"] == "later"
-    )
+    entry = (await audit_entries(client, admin, action="problem.settings", target="later"))[0]
     assert entry["details"]["changes"]["starts_at"] == [None, "2099-01-02T03:04:00+00:00"]
 
     opened = await post_form(
@@ -343,13 +332,9 @@ async def test_new_versions_carry_the_leaderboard_over_or_archive_it(
     old_page = await browser.get("/leaderboards/board?version=1", headers=HTML)
     assert ann[0] in old_page.text and "v1" in old_page.text
 
-    audit = (
-        await client.get("/api/v1/admin/audit", params={"per_page": 200}, headers=admin.headers)
-    ).json()
     updates = [
         e["details"]["leaderboard"]
-        for e in audit["entries"]
-        if e["action"] == "problem.update" and e["target"] == "board"
+        for e in await audit_entries(client, admin, action="problem.update", target="board")
     ]
     assert updates == ["archive", "carry_over"]  # newest first
 
