@@ -27,6 +27,15 @@ TERMINAL = {"passed", "failed", "error", "timeout", "rejected"}
 DEFAULT = ["problems/vectoradd/solutions/pytorch.py", "problems/vectoradd/solutions/triton.py"]
 
 
+def add_user(env: dict[str, str], name: str, admin: bool = False) -> str:
+    """`kerneljudge user add` against the install in `env`; returns the user's API token."""
+    done = subprocess.run(
+        [sys.executable, "-m", "server.cli", "user", "add", name, *(["--admin"] if admin else [])],
+        env=env, cwd=REPO, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return done.stdout.strip().splitlines()[-1]
+
+
 def call(method: str, url: str, token: str | None = None, body: Any = None) -> Any:
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data=data, method=method)

@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,10 +23,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.service_demo import serving
-
-REPO = Path(__file__).resolve().parent.parent
-TERMINAL = {"passed", "failed", "error", "timeout", "rejected"}
+from bench.service_demo import REPO, TERMINAL, add_user, serving
 
 
 def main() -> None:
@@ -39,10 +35,7 @@ def main() -> None:
     code = (REPO / "problems" / args.problem / "solutions" / f"{args.solution}.py").read_text()
     data_dir = Path(tempfile.mkdtemp(prefix="kj-turnaround-"))
     env = {**os.environ, "KJ_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
-    token = subprocess.run(
-        [sys.executable, "-m", "server.cli", "user", "add", "timer"],
-        env=env, cwd=REPO, capture_output=True, text=True, check=True,
-    ).stdout.strip().splitlines()[-1]  # fmt: skip
+    token = add_user(env, "timer")
     headers = {"Authorization": f"Bearer {token}"}
     seconds, statuses = [], []
     with (

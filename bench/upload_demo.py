@@ -16,7 +16,6 @@ a GPU host (`bench/README.md`)."""
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,18 +26,7 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.service_demo import serving
-
-REPO = Path(__file__).resolve().parent.parent
-TERMINAL = {"passed", "failed", "error", "timeout", "rejected"}
-
-
-def add_user(env: dict[str, str], name: str, admin: bool) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "server.cli", "user", "add", name, *(["--admin"] if admin else [])],
-        env=env, cwd=REPO, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return done.stdout.strip().splitlines()[-1]
+from bench.service_demo import TERMINAL, add_user, serving
 
 
 def wait_until(check: Any, timeout_s: float, what: str) -> Any:

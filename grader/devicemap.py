@@ -6,7 +6,7 @@ drawn by the CPU's generator: the same seed gives other numbers than on a GPU)."
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import torch
@@ -70,3 +70,9 @@ def cuda_as_cpu() -> Iterator[None]:
     finally:
         torch.Generator = generator  # type: ignore[misc]
         torch.cuda.synchronize = synchronize
+
+
+def harness_device_map(kind: str) -> AbstractContextManager[None]:
+    """What the trusted harness of a worker of this device kind runs the reference under:
+    ``cuda_as_cpu`` on a CPU worker, nothing on a GPU one."""
+    return cuda_as_cpu() if kind == "cpu" else nullcontext()

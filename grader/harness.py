@@ -26,7 +26,7 @@ from grader.calibrate import DevicePeaks, measure_peaks
 from grader.check import first_mismatches, run_check
 from grader.confine import DEFAULT_MEMORY_BYTES, GRADER_PACKAGE, runner_env, runner_isolation
 from grader.device import DeviceInfo, detect_device
-from grader.devicemap import cuda_as_cpu
+from grader.devicemap import harness_device_map
 from grader.inputs import (
     clone_data,
     devices_of,
@@ -143,9 +143,8 @@ def grade(
         grading.isolate, grading.memory_bytes = isolate, memory_bytes
         # A CPU worker grades problems written for CUDA by reading "cuda" as the CPU in the
         # harness (this process), where the reference makes the inputs.
-        mapped = cuda_as_cpu() if info.kind == "cpu" else contextlib.nullcontext()
         if not screen or grading.screen():
-            with mapped:
+            with harness_device_map(info.kind):
                 grading.run(Path(root))
     report.wall_s = time.monotonic() - started
     return report

@@ -4,7 +4,6 @@ and every example solution gets the verdict its name promises."""
 
 from __future__ import annotations
 
-import contextlib
 import tempfile
 import time
 import traceback
@@ -18,7 +17,7 @@ import torch
 from grader.calibrate import DevicePeaks
 from grader.check import run_check
 from grader.device import detect_device
-from grader.devicemap import cuda_as_cpu
+from grader.devicemap import harness_device_map
 from grader.harness import CUDA_ONLY, device_env, grade, import_reference
 from grader.inputs import clone_data, devices_of, iter_tensors, seeded_case
 from grader.problem import Problem
@@ -230,8 +229,11 @@ def check_reference(problem: Problem, kind: str) -> Check:
         ("benchmark", case) for case in problem.benchmarks_for(kind)
     ]
     message = ""
-    mapped = cuda_as_cpu() if kind == "cpu" else contextlib.nullcontext()
-    with tempfile.TemporaryDirectory(prefix="kj-validate-") as folder, device_env(kind), mapped:
+    with (
+        tempfile.TemporaryDirectory(prefix="kj-validate-") as folder,
+        device_env(kind),
+        harness_device_map(kind),
+    ):
         for name, text in problem.files.items():
             if name != "submission.py" and "/" not in name:
                 (Path(folder) / name).write_text(text)

@@ -93,8 +93,7 @@ def worker(
         # Imported once, before the pool forks a process per grading: each then starts with
         # torch and the grader loaded instead of importing them itself (about 1.3 s on a
         # CPU). Importing torch does not touch CUDA, so no grading inherits a context.
-        import grader.harness
-        import grader.validate  # noqa: F401
+        import grader.validate  # noqa: F401  (it imports grader.harness, and that torch)
     if RESULTS_QUEUE in names:
         prepare_database()
     celery_app.worker_main(worker_argv(names, grading=bool(grading), concurrency=concurrency))
