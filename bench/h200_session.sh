@@ -15,6 +15,10 @@
 #   bash bench/h200_session.sh recheck    # A: sort_py (large inputs) through REST, the
 #                                         #    corpus's CUDA cases; B: the service demo,
 #                                         #    every problem with the harness's own clock
+#   bash bench/h200_session.sh ranked     # A: a persisting-L2 window against the flush
+#                                         #    (bench/l2_persisting.py), the corpus's CUDA
+#                                         #    cases; B: every built-in problem in benchmark
+#                                         #    mode, the ranked-input tests
 # With one GPU the streams run one after the other. Needs .whl/ (bench/README.md: the
 # service's wheels and Debian 12's bubblewrap .deb); problems from outside this repository
 # (never committed) are carried in .ext/ (bench/outside/README.md). Logs and JSON go to $OUT.
@@ -170,11 +174,29 @@ recheck_b() {  # the service demo, then every built-in problem with the harness'
     python3 bench/problem_times.py --out "$out/problem_times.json"
 }
 
+ranked_a() {  # catalogue line 31 measured, then the CUDA cases with the new ones
+  step 200 "persisting-L2 window against the flush, reset off and on" \
+    python3 bench/l2_persisting.py --out "$out/l2_persisting.json"
+  step 30 "GPU state before the corpus" python3 -c \
+    "from grader.hygiene import gpu_state; print(gpu_state())"
+  cuda_corpus
+  step 30 "GPU state after the CUDA cases" python3 -c \
+    "from grader.hygiene import gpu_state; print(gpu_state())"
+}
+
+ranked_b() {  # the reset on the honest path, and ranked inputs that never repeat
+  step 240 "every built-in problem in benchmark mode, with the harness's clock" \
+    python3 bench/problem_times.py --out "$out/problem_times.json"
+  step 200 "ranked inputs: learnt in one grading, never met again" python3 -m pytest -q \
+    -p no:cacheprovider tests/hostile/test_ranked_inputs.py
+}
+
 case "$what" in
   validate) run_streams validate_a validate_b ;;
   outside) run_streams outside_a outside_b ;;
   service) run_streams service_a service_b ;;
   again) run_streams again_a again_b ;;
   recheck) run_streams recheck_a recheck_b ;;
+  ranked) run_streams ranked_a ranked_b ;;
   *) echo "unknown: $what"; exit 2 ;;
 esac

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -23,6 +24,17 @@ def case_seed(case: dict[str, Any], secret_seed: int | None, *, repeat: int = 0)
     params = json.dumps(case, sort_keys=True, default=str)
     key = f"{secret_seed}|{repeat}|{params}".encode()
     return int.from_bytes(hashlib.sha256(key).digest()[:8], "big") % (1 << SEED_BITS)
+
+
+def ranked_seed(secret_seed: int | None, nonce: int | None = None) -> int:
+    """The seed one leaderboard-mode grading draws its inputs from: the problem's secret
+    seed mixed with a nonce that is fresh for every grading (from the operating system
+    unless given), so no two gradings share a ranked input and nothing a submission learns
+    from one grading (its own printout, its timings) says anything about the next."""
+    if nonce is None:
+        nonce = secrets.randbits(128)
+    key = f"ranked|{secret_seed}|{nonce}".encode()
+    return int.from_bytes(hashlib.sha256(key).digest()[:8], "big")
 
 
 def seeded_case(

@@ -3,9 +3,40 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
-TERMINAL_STATUSES = ("passed", "failed", "error", "timeout", "rejected")
+
+class Status(StrEnum):
+    """A submission's status: queued and running while in the service, then its verdict."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    PASSED = "passed"  # right on every case (and timed, outside test mode)
+    FAILED = "failed"  # a wrong output
+    ERROR = "error"  # a crash, a compile error, a bad submission
+    TIMEOUT = "timeout"
+    REJECTED = "rejected"  # cheating or forbidden behaviour detected
+
+
+class Mode(StrEnum):
+    TEST = "test"  # correctness on the test cases
+    BENCHMARK = "benchmark"  # also timed on the benchmark cases
+    LEADERBOARD = "leaderboard"  # the ranked run: secret-seeded inputs, every call checked
+
+
+TERMINAL_STATUSES = frozenset(
+    {Status.PASSED, Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.REJECTED}
+)
+
+
+class Stop(Exception):
+    """Ends grading with a verdict (error, timeout, rejected) for a person to read."""
+
+    def __init__(self, status: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 @dataclass

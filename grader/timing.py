@@ -3,6 +3,7 @@ statistics the harness computes from the raw samples it receives."""
 
 from __future__ import annotations
 
+import ctypes
 import math
 import statistics
 import time
@@ -36,6 +37,29 @@ COOL_DOWN_MAX_S = 0.01
 # The pause is never shorter than this (bench/validate_timing.py tries other values).
 COOL_DOWN_MIN_S = 0.0
 WARMUP_COOL_DOWN_S = 0.02
+
+
+# Before each timed call on CUDA the lines of L2's persisting carve-out are made normal
+# again, so the flush evicts them too: a submission that sets an access-policy window over
+# its inputs cannot keep them in L2 from one timed call to the next (bench/l2_persisting.py
+# measures what that would gain). bench/l2_persisting.py turns it off to measure.
+RESET_PERSISTING_L2 = True
+
+
+class _PersistingL2:
+    """cuCtxResetPersistingL2Cache through the driver (torch does not expose it); a driver
+    without it, or a failure, leaves the reset out."""
+
+    def __init__(self) -> None:
+        self._reset: Any = None
+        try:
+            self._reset = ctypes.CDLL("libcuda.so.1").cuCtxResetPersistingL2Cache
+        except (OSError, AttributeError):
+            self._reset = None
+
+    def reset(self) -> None:
+        if self._reset is not None:
+            self._reset()
 
 
 def cool_down_s(sample_s: float) -> float:
@@ -101,7 +125,9 @@ class Timer:
     def __init__(self, device: str) -> None:
         self.device = device
         self._flush: torch.Tensor | None = None
+        self._persisting_l2: _PersistingL2 | None = None
         if device.startswith("cuda"):
+            self._persisting_l2 = _PersistingL2()
             props = torch.cuda.get_device_properties(torch.device(device))
             l2 = int(getattr(props, "L2_cache_size", 0) or 0)
             self._flush = torch.ones(max(2 * l2, _MIN_FLUSH_BYTES), dtype=torch.int8, device=device)
@@ -118,6 +144,8 @@ class Timer:
             output = fn(data)
             return (time.perf_counter_ns() - start) / 1e9, output
         torch.cuda.synchronize()
+        if RESET_PERSISTING_L2 and self._persisting_l2 is not None:
+            self._persisting_l2.reset()
         # Reading a buffer twice the L2 size evicts the previous call's data and leaves only
         # clean lines. Writing it would leave L2 full of dirty lines whose write-back the
         # timed call pays (on an H200: 3-7 µs more than Nsight Compute measures).

@@ -121,7 +121,12 @@ def grade_job(job: dict[str, Any]) -> dict[str, Any]:
     peaks = DevicePeaks.from_dict(job["peaks"]) if job.get("peaks") else None
     # Static screening is a second layer only: the corpus grades with it off, so that every
     # case meets the runtime defences (tests/grader covers the screening itself).
-    layers = {"screen": False} if "screen" in inspect.signature(grade).parameters else {}
+    layers: dict[str, Any] = (
+        {"screen": False} if "screen" in inspect.signature(grade).parameters else {}
+    )
+    if job.get("nonce") is not None:
+        # Only to show what a repeated ranked input would allow; a worker never passes one.
+        layers["nonce"] = int(job["nonce"])
     report = grade(
         problem,
         job["code"],

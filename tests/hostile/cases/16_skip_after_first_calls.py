@@ -1,4 +1,4 @@
-# threat: 7
+# threat: 7, 32
 # expect: failed
 # defence: every ranked timed call's output is checked, and out is poisoned before each
 """Does the work on the first two calls (the checked ones), then skips it."""

@@ -1,4 +1,4 @@
-# threat: 7, 9
+# threat: 7, 9, 30
 # expect: failed
 # defence: a timed call's output is checked like the first one, whoever the caller is
 """Looks at its caller's frame (through a computed name) and skips the work when the caller

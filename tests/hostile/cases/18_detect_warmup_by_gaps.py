@@ -1,4 +1,4 @@
-# threat: 7
+# threat: 7, 30
 # expect: failed
 # defence: the warm-up is not the check; every ranked timed call is checked
 """Decides by call rhythm: calls that come back to back are warm-up or batch and get the work;

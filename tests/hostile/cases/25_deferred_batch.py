@@ -1,4 +1,4 @@
-# threat: 10, 11
+# threat: 10, 11, 32
 # expect: failed
 # defence: each ranked call's output is checked when that call returns, not later
 """Batch-and-skip: each call only queues its inputs and answers for the previous call, so a

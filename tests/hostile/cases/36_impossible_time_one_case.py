@@ -1,4 +1,4 @@
-# threat: 15
+# threat: 15, 32
 # expect: passed, rejected
 # max_speedup: 5
 # defence: times under the physical floor are rejected; claims are checked on the harness clock

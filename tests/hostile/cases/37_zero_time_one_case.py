@@ -1,4 +1,4 @@
-# threat: 15
+# threat: 15, 32
 # expect: rejected
 # message: impossible
 # defence: the harness rejects a median time of zero (and, on GPUs, anything under the floor)
