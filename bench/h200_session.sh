@@ -16,9 +16,9 @@
 #                                         #    corpus's CUDA cases; B: the service demo,
 #                                         #    every problem with the harness's own clock
 #   bash bench/h200_session.sh ranked     # A: a persisting-L2 window against the flush
-#                                         #    (bench/l2_persisting.py), the corpus's CUDA
-#                                         #    cases; B: every built-in problem in benchmark
-#                                         #    mode, the ranked-input tests
+#                                         #    (bench/l2_persisting.py: honest medians with
+#                                         #    the reset off and on too), the corpus's CUDA
+#                                         #    cases; B: the ranked-input tests
 # With one GPU the streams run one after the other. Needs .whl/ (bench/README.md: the
 # service's wheels and Debian 12's bubblewrap .deb); problems from outside this repository
 # (never committed) are carried in .ext/ (bench/outside/README.md). Logs and JSON go to $OUT.
@@ -100,7 +100,7 @@ cuda_cases() {  # the corpus cases that run on CUDA, as a pytest -k expression
 
 cuda_corpus() {
   step 150 "hostile corpus, CUDA cases" python3 -m pytest -q -p no:cacheprovider -rs \
-    tests/hostile -k "$(cuda_cases)"
+    tests/hostile/test_corpus.py -k "$(cuda_cases)"
 }
 
 corpus() {  # the hostile corpus: CUDA cases, GPU state around them, then the CPU cases
@@ -184,9 +184,7 @@ ranked_a() {  # catalogue line 31 measured, then the CUDA cases with the new one
     "from grader.hygiene import gpu_state; print(gpu_state())"
 }
 
-ranked_b() {  # the reset on the honest path, and ranked inputs that never repeat
-  step 240 "every built-in problem in benchmark mode, with the harness's clock" \
-    python3 bench/problem_times.py --out "$out/problem_times.json"
+ranked_b() {  # ranked inputs that never repeat, graded in this host's sandbox
   step 200 "ranked inputs: learnt in one grading, never met again" python3 -m pytest -q \
     -p no:cacheprovider tests/hostile/test_ranked_inputs.py
 }

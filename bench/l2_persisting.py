@@ -6,9 +6,10 @@ honestly; with a persisting-L2 carve-out and an access-policy window over input 
 through the driver as a submission could; and over A and B. Each with the grader's reset of
 the persisting lines before every timed call turned off and on.
 
-    python3 bench/l2_persisting.py [--sizes 2048,3072,4096] [--budget 2]
+    python3 bench/l2_persisting.py [--sizes 2048,3072,4096] [--budget 2] [--repeats 3]
 
-Prints a table; the ratio is the window's median over the honest one at the same setting.
+Prints a table; each median is the middle of `--repeats` timed cases, and the ratio is the
+window's median over the honest one at the same setting.
 A ratio well under 1 with the reset off and about 1 with it on says the window survives
 the flush and the reset closes it."""
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import statistics
 
 import torch
 
@@ -91,20 +93,23 @@ class Driver:
         self.lib.cuCtxResetPersistingL2Cache()
 
 
-def median_us(data: tuple[torch.Tensor, ...], budget_s: float) -> float:
+def median_us(data: tuple[torch.Tensor, ...], budget_s: float, repeats: int) -> float:
     def add(d: tuple[torch.Tensor, ...]) -> torch.Tensor:
         a, b, out = d
         return torch.add(a, b, out=out)
 
-    samples, _ = timing.Timer("cuda").time_case(add, data, budget_s=budget_s)
-    ordered = sorted(samples.seconds)
-    return ordered[len(ordered) // 2] * 1e6
+    medians = []
+    for _ in range(repeats):
+        samples, _ = timing.Timer("cuda").time_case(add, data, budget_s=budget_s)
+        medians.append(statistics.median(samples.seconds) * 1e6)
+    return statistics.median(medians)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="2048,3072,4096")
     parser.add_argument("--budget", type=float, default=2.0)
+    parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     torch.cuda.init()
@@ -127,7 +132,7 @@ def main() -> None:
             timing.RESET_PERSISTING_L2 = reset
             driver.clear_window()
             driver.set_persisting_limit(0)
-            honest = median_us((a, b, out), args.budget)
+            honest = median_us((a, b, out), args.budget, args.repeats)
             rows.append({"size": size, "window": "none", "reset": reset, "median_us": honest})
             print(f"{size:>6} {'none':>8} {reset!s:>6} {honest:>10.2f} {1.0:>6.3f}")
             for name, covered in (("A", [a]), ("A+B", [a, b])):
@@ -138,7 +143,7 @@ def main() -> None:
                     print(f"{size:>6} {name:>8} {reset!s:>6} not set: {exc}")
                     driver.clear_window()
                     continue
-                median = median_us((a, b, out), args.budget)
+                median = median_us((a, b, out), args.budget, args.repeats)
                 driver.clear_window()
                 driver.set_persisting_limit(0)
                 ratio = median / honest
