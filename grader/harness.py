@@ -5,6 +5,7 @@ executes the submission."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import statistics
@@ -50,7 +51,7 @@ from grader.protocol import (
     send_message,
     widen,
 )
-from grader.report import CaseResult, Mode, Report, Stop
+from grader.report import CaseResult, Mode, PhaseClock, Report, Stop
 from grader.screen import screen as screen_source
 from grader.timing import MAX_SAMPLES, enough_samples, geometric_mean, summarize
 
@@ -64,6 +65,30 @@ CUDA_ONLY = "this problem generates its inputs on CUDA; grade it on a GPU worker
 SKIP_IN_RUNNER = frozenset({"reference.py", "eval.py", "task.yml"})
 # Registers and unregisters the problem's module names in sys.modules; one at a time.
 _IMPORT_LOCK = threading.Lock()
+# The report's phase each runner request counts for (see PhaseClock).
+REQUEST_PHASES = {
+    "run": "first_calls",
+    "warmup": "timed_calls",
+    "time": "timed_calls",
+    "time_one": "timed_calls",
+    "stage": "cross_check",
+    "batch": "cross_check",
+    "ping": "cross_check",
+}
+
+
+def _in_phase(name: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A _Grading method whose time counts for phase `name` of the report."""
+
+    def wrap(method: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(method)
+        def timed(self: _Grading, *args: Any, **kwargs: Any) -> Any:
+            with self.clock.phase(name):
+                return method(self, *args, **kwargs)
+
+        return timed
+
+    return wrap
 
 
 def grade(
@@ -202,8 +227,10 @@ class RunnerSession:
         deadline: float,
         isolation: sandbox.Isolation | None,
         runner_args: tuple[str, ...] = (),
+        clock: PhaseClock | None = None,
     ) -> None:
         self.deadline = deadline
+        self.clock = clock or PhaseClock({})
         to_runner_r, self._to_runner = os.pipe()
         self._from_runner, from_runner_w = os.pipe()
         for fd in (self._to_runner, self._from_runner):
@@ -261,8 +288,13 @@ class RunnerSession:
         """Send one request; the reply with the harness-measured wall time around it and the
         sandbox's CPU time over it."""
         if not self._ready:
-            self._receive()  # the runner imported the submission, or says why it could not
+            with self.clock.phase("runner_start"):
+                self._receive()  # the runner imported the submission, or says why not
             self._ready = True
+        with self.clock.phase(REQUEST_PHASES.get(str(message.get("op")), "requests")):
+            return self._exchange(message)
+
+    def _exchange(self, message: dict[str, Any]) -> Exchange:
         cpu_before = self.child.cpu_seconds()
         started = time.monotonic()
         self._send(message)
@@ -323,6 +355,7 @@ class _Grading:
         self.report = report
         self.on_progress = on_progress
         self.reference: ModuleType | None = None
+        self.clock = PhaseClock(report.phases)
 
     # -- setting up -------------------------------------------------------------------
 
@@ -340,12 +373,17 @@ class _Grading:
 
     def run(self, root: Path) -> None:
         work, trusted, lib = root / "run", root / "trusted", root / "lib"
-        self._materialise(work, trusted, lib)
-        isolation = runner_isolation(work, self.kind, self.memory_bytes) if self.isolate else None
-        runner_args: tuple[str, ...] = ()
-        if self.problem.format == "kernelbench":
-            runner_args = ("--kernelbench-seed", str(self.problem.kernelbench_init_seed))
-        session = RunnerSession(work, lib, self.kind, self.deadline, isolation, runner_args)
+        with self.clock.phase("setup"):
+            self._materialise(work, trusted, lib)
+            isolation = (
+                runner_isolation(work, self.kind, self.memory_bytes) if self.isolate else None
+            )
+            runner_args: tuple[str, ...] = ()
+            if self.problem.format == "kernelbench":
+                runner_args = ("--kernelbench-seed", str(self.problem.kernelbench_init_seed))
+            session = RunnerSession(
+                work, lib, self.kind, self.deadline, isolation, runner_args, self.clock
+            )
         try:
             with device_env(self.kind):
                 self._load_reference(trusted)
@@ -354,7 +392,8 @@ class _Grading:
             self.report.status = stop.status
             self.report.message = _cap(stop.message) if stop.message else self._timeout_message()
         finally:
-            result = session.close()
+            with self.clock.phase("teardown"):
+                result = session.close()
             self.report.stdout, self.report.stderr = result.stdout, result.stderr
         if result.oom_killed and self.report.status != "passed":
             limit = (self.memory_bytes or DEFAULT_MEMORY_BYTES) / (1 << 30)
@@ -380,6 +419,7 @@ class _Grading:
         # Only the grader package is importable from the runner, not the rest of the repo.
         (lib / "grader").symlink_to(GRADER_PACKAGE, target_is_directory=True)
 
+    @_in_phase("reference")
     def _load_reference(self, trusted: Path) -> None:
         names = [Path(name).stem for name in self.problem.files if name.endswith(".py")]
         try:
@@ -409,6 +449,7 @@ class _Grading:
         assert self.reference is not None
         return self.reference
 
+    @_in_phase("inputs")
     def _generate(self, case: dict[str, Any], repeat: int = 0) -> Any:
         kwargs = seeded_case(case, self.ranked_seed, repeat=repeat)
         try:
@@ -426,6 +467,7 @@ class _Grading:
         self._check_deadline()
         return data
 
+    @_in_phase("reference")
     def _written_by_reference(self, case: dict[str, Any], data: Any) -> tuple[Any, set[str]]:
         """The expected output, and which input tensors the reference itself writes."""
         scratch = clone_data(data)
@@ -439,6 +481,7 @@ class _Grading:
             ) from exc
         return expected, written_paths(data, scratch)
 
+    @_in_phase("checks")
     def _verdict(self, case: dict[str, Any], data: Any, output: Any, expected: Any = None) -> str:
         """'' if the output is right, else the message naming the case and first mismatches."""
         if not _is_tensor_tree(output):
@@ -470,6 +513,7 @@ class _Grading:
             and self._reference_ignores(data, path, expected)
         }
 
+    @_in_phase("reference")
     def _reference_ignores(self, data: Any, path: str, expected: Any) -> bool:
         """Whether the reference's result is the same with the tensor at `path` poisoned. A
         tensor the reference reads changes its result and stays an input the submission
@@ -482,6 +526,7 @@ class _Grading:
             return False
         return _is_tensor_tree(again) and not written_paths(expected, again)
 
+    @_in_phase("checks")
     def _modified_inputs(self, data: Any, returned: Any, written: set[str]) -> list[str]:
         after = dict(iter_tensors(returned))
         changed = []
@@ -563,6 +608,11 @@ class _Grading:
         }
         exchange = session.request(request)
         samples = self._samples(exchange.reply)
+        paused = exchange.reply.get("paused_s")
+        if isinstance(paused, float) and 0 <= paused <= exchange.wall_s:
+            # As the runner tells it; within the timed calls' phase, for a reader only.
+            phases = self.report.phases
+            phases["pauses_in_timed_calls"] = phases.get("pauses_in_timed_calls", 0.0) + paused
         plausibility.check_claims(_label(case), samples, exchange.wall_s)
         failure = self._verdict(case, data, exchange.reply.get("output"))
         if failure:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -70,8 +73,37 @@ class Report:
     stdout: str = ""
     stderr: str = ""
     wall_s: float = 0.0
+    # Where the grading's time went, in seconds per phase (see PhaseClock).
+    phases: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["cases"] = [case.to_dict() for case in self.cases]
         return out
+
+
+class PhaseClock:
+    """Seconds spent in each phase of a grading, exclusive: time in a phase entered inside
+    another counts for the inner one only, so the phases add up to the time measured."""
+
+    def __init__(self, totals: dict[str, float]) -> None:
+        self.totals = totals
+        self._stack: list[str] = []
+        self._since = time.monotonic()
+
+    def _charge(self) -> None:
+        now = time.monotonic()
+        if self._stack:
+            name = self._stack[-1]
+            self.totals[name] = self.totals.get(name, 0.0) + now - self._since
+        self._since = now
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        self._charge()
+        self._stack.append(name)
+        try:
+            yield
+        finally:
+            self._charge()
+            self._stack.pop()

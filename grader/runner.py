@@ -112,6 +112,7 @@ class Runner:
                 "ok": True,
                 "samples": samples.seconds,
                 "wall_s": samples.wall_s,
+                "paused_s": samples.paused_s,
                 "sm_clock_mhz": samples.sm_clock_mhz,
                 "output": plain_output(output),
             }

@@ -74,6 +74,7 @@ class Samples:
     seconds: list[float]
     wall_s: float
     sm_clock_mhz: float | None  # median of the readings taken after each sample
+    paused_s: float = 0.0  # idle time after samples, so the clock recovers (CUDA)
 
 
 def rel_sem(samples: list[float]) -> float:
@@ -103,13 +104,20 @@ def summarize(samples: list[float], sm_clock_mhz: float | None = None) -> dict[s
     ordered = sorted(samples)
     mean = statistics.fmean(ordered)
     std = statistics.stdev(ordered) if len(ordered) > 1 else 0.0
+    median = statistics.median(ordered)
+    p25, p75 = _percentile(ordered, 0.25), _percentile(ordered, 0.75)
     return {
-        "median_s": statistics.median(ordered),
+        "median_s": median,
         "mean_s": mean,
         "min_s": ordered[0],
         "p10_s": _percentile(ordered, 0.1),
+        "p25_s": p25,
+        "p75_s": p75,
         "p90_s": _percentile(ordered, 0.9),
         "cv": std / mean if mean > 0 else 0.0,
+        # The robust spread: one outlier sample moves the CV (135% on a steady case on an
+        # H200) but not the interquartile range.
+        "iqr_over_median": (p75 - p25) / median if median > 0 else 0.0,
         "samples": len(ordered),
         "sm_clock_mhz": sm_clock_mhz,
     }
@@ -198,11 +206,13 @@ class Timer:
         seconds: list[float] = []
         clocks: list[float] = []
         output: Any = None
+        paused = 0.0
         while len(seconds) < max_samples:
             sample, output = self.one_call(fn, data, poison_paths)
             seconds.append(sample)
             if self._flush is not None:
                 time.sleep(cool_down_s(sample))
+                paused += cool_down_s(sample)
             # Read right after each sample, outside the timed region: under sustained load
             # the clock falls, and the report should say at what clock its times were taken.
             clock = self.sm_clock_mhz()
@@ -211,7 +221,8 @@ class Timer:
             if enough_samples(seconds) or time.perf_counter() - started > budget_s:
                 break
         median_clock = statistics.median(clocks) if clocks else None
-        return Samples(seconds, time.perf_counter() - started, median_clock), output
+        wall = time.perf_counter() - started
+        return Samples(seconds, wall, median_clock, paused), output
 
     def batch(self, fn: Callable[[Any], Any], data: Any, calls: int) -> None:
         """`calls` calls back to back, then a device-wide synchronize: the harness times this

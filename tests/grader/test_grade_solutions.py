@@ -20,6 +20,11 @@ def test_correct_vectoradd_passes_in_test_mode(
     assert report.score is None
     assert [c.status for c in report.cases] == ["passed"] * len(vectoradd.tests)
     assert report.device == "cpu" and report.device_type == "cpu"
+    # Where the time went: every phase of a test-mode grading, adding up to its wall time.
+    assert {"setup", "reference", "inputs", "runner_start", "first_calls", "checks"} <= set(
+        report.phases
+    )
+    assert 0.8 * report.wall_s <= sum(report.phases.values()) <= report.wall_s
 
 
 @pytest.mark.parametrize("name", ["pytorch", "triton"])

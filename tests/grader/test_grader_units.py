@@ -79,9 +79,18 @@ def test_statistics_of_samples() -> None:
     assert stats["median_s"] == 5.5 and stats["min_s"] == 1.0 and stats["samples"] == 10
     assert stats["p10_s"] == pytest.approx(1.9) and stats["p90_s"] == pytest.approx(9.1)
     assert stats["cv"] == pytest.approx(statistics.stdev(samples) / 5.5)
+    assert stats["iqr_over_median"] == pytest.approx((7.75 - 3.25) / 5.5)
     assert geometric_mean([1e-6, 1e-4]) == pytest.approx(1e-5)
     assert enough_samples([1.0] * 10) and not enough_samples([1.0] * 9)
     assert not enough_samples([1.0, 2.0] * 10)
+
+
+def test_one_outlier_moves_the_cv_but_not_the_robust_spread() -> None:
+    steady = [1e-5] * 30
+    with_outlier = [*steady[:-1], 2e-3]
+    assert summarize(with_outlier)["cv"] > 1.0
+    assert summarize(with_outlier)["iqr_over_median"] == 0.0
+    assert summarize(with_outlier)["median_s"] == summarize(steady)["median_s"]
 
 
 def test_cpu_timer_samples_real_calls() -> None:
