@@ -75,7 +75,7 @@ print('ok' if not problem else problem, f'{time.monotonic() - t:.1f} s')"
 
 service_demo() {
   step 60 "the service's modules import" python3 -c \
-    "import server.app, server.queue, server.cli, celery.bin.celery, kombu.transport.sqlalchemy"
+    "import server.app, server.worker.gpu, server.worker.recorders, server.cli, celery.bin.celery, kombu.transport.sqlalchemy"
   step 240 "service demo: serve + a sandboxed worker on CUDA, HTTP submissions" \
     python3 bench/service_demo.py problems/vectoradd/solutions/pytorch.py \
     problems/vectoradd/solutions/triton.py problems/vectoradd/solutions/wrong_zeros.py

@@ -22,13 +22,6 @@ class GpuState:
     memory_used_mib: tuple[int, ...]  # one per GPU this process can see
     compute_pids: tuple[int, ...]
 
-    def to_env(self) -> str:
-        return ",".join(str(m) for m in self.memory_used_mib)
-
-    @staticmethod
-    def baseline_from_env(text: str) -> tuple[int, ...]:
-        return tuple(int(part) for part in text.split(",") if part.strip())
-
 
 def _visible_ids() -> list[str]:
     """This worker's GPUs as CUDA_VISIBLE_DEVICES names them (indices or UUIDs); nvidia-smi

@@ -10,13 +10,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server.audit.endpoints import router as audit_router
-from server.errors import BadRequest, ErrorBody, KernelJudgeError, NotAuthenticated
+from server.errors import BadRequest, ErrorBody, KernelJudgeError, NotAuthenticated, Unavailable
 from server.exports.endpoints import router as exports_router
+from server.health import router as health_router
 from server.leaderboards.endpoints import router as leaderboards_router
 from server.problems.endpoints import router as problems_router
 from server.settings import get_settings
@@ -29,6 +32,7 @@ from server.web.pages import router as pages_router
 from server.web.sessions import PageSessions, secret_key
 
 log = logging.getLogger(__name__)
+DATABASE_AWAY = "the database cannot be reached right now; nothing was done, try again shortly"
 
 
 def error_response(
@@ -123,6 +127,13 @@ def create_app() -> FastAPI:
         code = {404: "not_found", 405: "method_not_allowed", 422: "invalid_request"}
         return error_response(status, code.get(status, "http_error"), str(exc.detail), headers)
 
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    @app.exception_handler(PoolTimeout)
+    async def database_unreachable(request: Request, exc: Exception) -> Response:
+        log.warning("database unreachable: %s", exc.__class__.__name__)
+        return await kernel_judge_error(request, Unavailable(DATABASE_AWAY))
+
     @app.exception_handler(Exception)
     async def unexpected_error(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error", exc_info=exc)
@@ -130,10 +141,7 @@ def create_app() -> FastAPI:
             return web_errors.error_page(request, 500, "")
         return error_response(500, "internal_error", "something went wrong on our side")
 
-    @app.get("/healthz", tags=["health"], summary="Liveness: the API answers")
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
+    app.include_router(health_router)
     app.include_router(problems_router)
     app.include_router(exports_router)
     app.include_router(submissions_router)
@@ -182,10 +190,19 @@ def allowed_methods(request: Request) -> list[str]:
 
 def with_error_bodies(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema as the API behaves: every 422 with the body the handler above sends
-    (FastAPI documents its own, ``detail`` a list), and optional tokens as optional."""
+    (FastAPI documents its own, ``detail`` a list), a 503 on every route, and optional
+    tokens as optional."""
     body = {"$ref": "#/components/schemas/ErrorBody"}
     for path_item in schema.get("paths", {}).values():
         for operation in path_item.values():
+            # Every route needs the database, so any may answer 503 while it is away.
+            operation.setdefault("responses", {}).setdefault(
+                "503",
+                {
+                    "description": Unavailable.__doc__,
+                    "content": {"application/json": {"schema": body}},
+                },
+            )
             response = operation.get("responses", {}).get("422")
             if response is not None:
                 response["description"] = BadRequest.__doc__

@@ -31,11 +31,14 @@ err = Console(stderr=True)
 def prepare_database() -> None:
     """Migrate to the newest schema and add or update the built-in problems."""
     from server.db import migrate, session_scope
+    from server.leaderboards import upkeep
     from server.problems.service import sync_builtin_problems
 
     migrate()
     with session_scope() as session:
         sync_builtin_problems(session)
+        # A database from before the leaderboard was kept up to date: fill it in once.
+        upkeep.rebuild_if_empty(session)
 
 
 def worker_argv(queues: list[str], *, grading: bool, concurrency: int) -> list[str]:
@@ -66,8 +69,10 @@ def worker(
 ) -> None:
     """Run a worker: grades submissions for this host's device (or records results with
     --queues results, next to the API)."""
-    from server.queue import RESULTS_QUEUE, celery_app
-    from server.submissions.tasks import WORKER_DEVICE_ENV, WORKER_PEAKS_ENV
+    from grader.calibrate import DevicePeaks
+    from server.settings import get_settings
+    from server.worker import context, jobs
+    from server.worker.app import RESULTS_QUEUE, celery_app
 
     names = [q.strip() for q in (queues or "").split(",") if q.strip()]
     # GPU indices in CUDA_VISIBLE_DEVICES then mean what nvidia-smi and the sandbox's
@@ -78,10 +83,9 @@ def worker(
         device, peaks = calibration["device"], calibration["peaks"]
         names = names or [device["device_type"]]
         refuse_without_sandbox(device["kind"])
-        os.environ[WORKER_DEVICE_ENV] = device["kind"]
-        os.environ[WORKER_PEAKS_ENV] = json.dumps(peaks)
-        if device["kind"] == "cuda":
-            record_gpu_baseline()
+        baseline = gpu_baseline() if device["kind"] == "cuda" else None
+        # Set once, before the pool forks: every grading process starts with it.
+        context.start(context.GpuWorker(device["kind"], DevicePeaks.from_dict(peaks), baseline))
         err.print(
             f"grading on [bold]{device['name']}[/] ({device['kind']}); queues: "
             f"{', '.join(names)}; measured copy bandwidth {peaks['copy_bytes_per_s'] / 1e9:.0f} "
@@ -93,9 +97,11 @@ def worker(
         # Imported once, before the pool forks a process per grading: each then starts with
         # torch and the grader loaded instead of importing them itself (about 1.3 s on a
         # CPU). Importing torch does not touch CUDA, so no grading inherits a context.
-        import grader.validate  # noqa: F401  (it imports grader.harness, and that torch)
+        import server.worker.gpu  # noqa: F401  (it imports grader.harness, and that torch)
     if RESULTS_QUEUE in names:
         prepare_database()
+        # Next to the results step: jobs that never left, or that the broker lost, go again.
+        jobs.start_sweeper(get_settings())
     celery_app.worker_main(worker_argv(names, grading=bool(grading), concurrency=concurrency))
 
 
@@ -112,19 +118,18 @@ def refuse_without_sandbox(kind: str) -> None:
         raise typer.Exit(1)
 
 
-def record_gpu_baseline() -> None:
+def gpu_baseline() -> tuple[int, ...] | None:
     """The GPU memory in use now, before any grading: every grading must leave it so."""
     from grader.hygiene import gpu_state, unclean
-    from server.submissions.tasks import WORKER_GPU_BASELINE_ENV
 
     state = gpu_state()
     if state is None:
         err.print("[yellow]warning:[/] nvidia-smi is missing: GPU hygiene is not checked")
-        return
+        return None
     if state.compute_pids:
         err.print(f"[red]error:[/] the GPU is in use already: {unclean((), state)}")
         raise typer.Exit(1)
-    os.environ[WORKER_GPU_BASELINE_ENV] = state.to_env()
+    return state.memory_used_mib
 
 
 @app.command()
@@ -137,8 +142,8 @@ def serve(
     import uvicorn
 
     from server.app import create_app
-    from server.queue import RESULTS_QUEUE
     from server.settings import get_settings
+    from server.worker.app import RESULTS_QUEUE
 
     settings = get_settings()
     prepare_database()
@@ -326,14 +331,12 @@ def problem_add(
     except KernelJudgeError as exc:
         err.print(f"[red]error:[/] {exc.detail}")
         raise typer.Exit(1) from exc
-    # Committed above: now a worker may hear of the validation round.
     with session_scope() as session:
-        sent = validation.enqueue(session, problem, settings)
         rows = validation.current_round(session, problem)
     typer.echo(f"problem {problem.name!r} is at version {problem.version}")
-    if sent:
+    if problem.status == validation.VALIDATING:
         gpus = ", ".join(row.gpu_type for row in rows)
-        typer.echo(f"status: {problem.status}; validation sent to the {gpus} queue(s)")
+        typer.echo(f"status: {problem.status}; validation queued for the {gpus} queue(s)")
     else:
         typer.echo(f"status: {problem.status}")
 

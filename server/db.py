@@ -32,7 +32,19 @@ def make_engine(url: str) -> Engine:
             cursor.close()
 
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    # A database that is down or restarting answers quickly with an error (a 503 for the
+    # client) instead of holding requests; a connection it dropped is noticed before use.
+    timeout = get_settings().database_connect_timeout_s
+    return create_engine(
+        url,
+        pool_pre_ping=True,
+        # As many connections as the API's thread pool runs requests (40 by default), so a
+        # burst waits for the database, not for a connection.
+        pool_size=10,
+        max_overflow=30,
+        pool_timeout=timeout,
+        connect_args={"connect_timeout": timeout},
+    )
 
 
 @lru_cache

@@ -7,8 +7,14 @@
     ├── Forbidden               403  authenticated but not allowed (e.g. not an admin)
     ├── NotFound                404  unknown problem, submission, ...
     ├── Conflict                409  the request clashes with existing state
-    └── TooManyRequests         429  too many failed log-ins or submissions in a short time;
-                                     ``retry_after_s`` becomes a ``Retry-After`` header
+    ├── TooManyRequests         429  too many failed log-ins or submissions in a short time;
+    │                                ``retry_after_s`` becomes a ``Retry-After`` header
+    └── Unavailable             503  the database cannot be reached right now (a restart, a
+                                     failover); nothing was done, try again after
+                                     ``Retry-After`` seconds
+
+A database error that means "unreachable" (a refused or dropped connection, a pool timeout)
+becomes ``Unavailable`` in the app's handler; any other unexpected error is a 500.
 
 One handler turns each into ``{"error": code, "detail": message}``; request validation
 errors and unknown routes get the same shape, so clients parse one format.
@@ -96,6 +102,20 @@ class TooManyRequests(KernelJudgeError):
     def headers(self) -> dict[str, str]:
         if self.retry_after_s is None:
             return {}
+        return {"Retry-After": str(self.retry_after_s)}
+
+
+class Unavailable(KernelJudgeError):
+    """The database cannot be reached right now; nothing was done. Try again after the
+    Retry-After header's seconds (a submission sent again with the same Idempotency-Key is
+    made at most once)."""
+
+    status_code = 503
+    code = "unavailable"
+    retry_after_s = 5
+
+    @property
+    def headers(self) -> dict[str, str]:
         return {"Retry-After": str(self.retry_after_s)}
 
 

@@ -24,6 +24,8 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 from sqlalchemy.types import TypeDecorator
 
+from grader.report import Status
+
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
     "uq": "uq_%(table_name)s_%(column_0_name)s",
@@ -135,8 +137,9 @@ class Problem(Base):
     code_public_after_deadline: Mapped[bool] = mapped_column(Boolean, default=False)
     # Before it the problem is hidden from everyone but admins.
     starts_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
-    # "validating" (its current version is being validated on the workers), "live" or
-    # "invalid"; only a live problem is shown to competitors and takes submissions.
+    # server.problems.validation.ProblemStatus: validating (its current version is being
+    # validated on the workers), live or invalid; only a live problem is shown to
+    # competitors and takes submissions.
     status: Mapped[str] = mapped_column(NulFreeString(16), default="live")
     # Which round of validation counts: results of an earlier round are kept, not applied.
     validation_attempt: Mapped[int] = mapped_column(Integer, default=0)
@@ -146,6 +149,8 @@ class Problem(Base):
     # Example solutions shipped with the problem (path under the folder -> code), graded
     # when it is validated; never sent to competitors' gradings.
     solutions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # Counts every change to any of the problem's leaderboards (a validator for caches).
+    leaderboard_revision: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -164,13 +169,11 @@ class ProblemValidation(Base):
     problem_version: Mapped[int] = mapped_column(Integer)
     attempt: Mapped[int] = mapped_column(Integer)
     gpu_type: Mapped[str] = mapped_column(NulFreeString(32))
-    # "queued", then "passed" (every check as expected) or "failed".
+    # server.problems.validation.ValidationStatus: queued, then passed or failed.
     status: Mapped[str] = mapped_column(NulFreeString(16), default="queued")
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     worker: Mapped[str | None] = mapped_column(NulFreeString(200), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    # When its task went to the queue: a round is sent once, however often it is asked.
-    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
@@ -178,6 +181,8 @@ class Submission(Base):
     __tablename__ = "submissions"
     __table_args__ = (
         Index("ix_submissions_leaderboard", "problem_id", "gpu_type", "mode", "status"),
+        # A client's retry with the same Idempotency-Key finds the submission it made.
+        UniqueConstraint("user_id", "idempotency_key"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -188,11 +193,17 @@ class Submission(Base):
     code_sha256: Mapped[str] = mapped_column(NulFreeString(64), index=True)
     mode: Mapped[str] = mapped_column(NulFreeString(16))
     gpu_type: Mapped[str] = mapped_column(NulFreeString(32))
-    status: Mapped[str] = mapped_column(NulFreeString(16), default="queued")
+    # grader.report.Mode and grader.report.Status (queued, running, then a verdict).
+    status: Mapped[str] = mapped_column(NulFreeString(16), default=Status.QUEUED.value)
     score: Mapped[float | None] = mapped_column(Float, default=None)
+    # Geometric mean of the benchmark cases' speed-of-light fractions, kept when recorded.
+    sol_fraction: Mapped[float | None] = mapped_column(Float, default=None)
     message: Mapped[str] = mapped_column(NulFreeText, default="")
     flags: Mapped[list[str]] = mapped_column(JSON, default=list)
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # The client's Idempotency-Key, and a hash of what it asked for under it.
+    idempotency_key: Mapped[str | None] = mapped_column(NulFreeString(200), default=None)
+    request_sha256: Mapped[str | None] = mapped_column(NulFreeString(64), default=None)
     worker: Mapped[str | None] = mapped_column(NulFreeString(200), default=None)
     # Set by organizers; either one takes the submission off the leaderboard.
     is_hidden: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -261,3 +272,68 @@ class AuditEntry(Base):
     target_type: Mapped[str] = mapped_column(NulFreeString(32))
     target: Mapped[str] = mapped_column(NulFreeString(100))
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+
+class OutboxMessage(Base):
+    """A job for the queue, written in the transaction that made it necessary, so it exists
+    exactly when that change does. Sent after the commit, and sent again by the sweeper
+    while its job is neither done nor held by the broker."""
+
+    __tablename__ = "outbox"
+    __table_args__ = (Index("ix_outbox_job_subject", "job", "subject_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # The job's name (server.worker.jobs.Job) and the id of the row it is about: a
+    # submission to grade, a problem validation to run.
+    job: Mapped[str] = mapped_column(NulFreeString(32))
+    subject_id: Mapped[int] = mapped_column(Integer)
+    queue: Mapped[str] = mapped_column(NulFreeString(32))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The last send: when, under which task id, and how many sends in all.
+    sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    task_id: Mapped[str | None] = mapped_column(NulFreeString(64), default=None)
+    sends: Mapped[int] = mapped_column(Integer, default=0)
+    # Set when the job's result is recorded; the sweeper leaves it alone from then on.
+    done_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None, index=True)
+
+
+class LeaderboardEntry(Base):
+    """A user's best passing leaderboard-mode submission on one version of a problem on one
+    device type, kept up to date when reports are recorded and submissions moderated."""
+
+    __tablename__ = "leaderboard_entries"
+    __table_args__ = (
+        UniqueConstraint("problem_id", "gpu_type", "problem_version", "user_id"),
+        Index("ix_leaderboard_entries_rank", "problem_id", "gpu_type", "problem_version", "score"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id", ondelete="CASCADE"))
+    gpu_type: Mapped[str] = mapped_column(NulFreeString(32))
+    problem_version: Mapped[int] = mapped_column(Integer)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), index=True
+    )
+    score: Mapped[float] = mapped_column(Float)
+    sol_fraction: Mapped[float | None] = mapped_column(Float, default=None)
+    submitted_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class LeaderboardRecord(Base):
+    """A moment the best score on one version of a problem on one device type improved: the
+    points of the best-score-over-time chart."""
+
+    __tablename__ = "leaderboard_records"
+    __table_args__ = (
+        Index("ix_leaderboard_records_board", "problem_id", "gpu_type", "problem_version", "at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id", ondelete="CASCADE"))
+    gpu_type: Mapped[str] = mapped_column(NulFreeString(32))
+    problem_version: Mapped[int] = mapped_column(Integer)
+    at: Mapped[datetime] = mapped_column(UTCDateTime)
+    score: Mapped[float] = mapped_column(Float)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))

@@ -33,6 +33,13 @@ class Settings(BaseSettings):
     # has passed, to hand them out again.
     restore_interval_s: int = 10
     grading_timeout_s: float = 900.0
+    # The outbox's sweeper: how often it sends jobs that never left and looks for jobs the
+    # broker no longer holds (a broker that restarted without its data), and how long after
+    # a send it leaves a job alone (a message in flight is not in the broker's lists yet).
+    sweep_interval_s: float = Field(default=10.0, gt=0)
+    sweep_grace_s: float = Field(default=30.0, ge=0)
+    # How long a process waits for the database before answering 503.
+    database_connect_timeout_s: int = Field(default=5, ge=1)
     sandbox_memory_gib: float = Field(
         default=8.0, gt=0, description="host memory a submission's sandbox may use"
     )

@@ -1,22 +1,69 @@
-"""Routes: a problem's leaderboard per device type."""
+"""Routes: a problem's leaderboard per device type, a page at a time, with an ETag."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+import hashlib
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from server.deps import OptionalUser, SessionDep, SettingsDep
+from fastapi import APIRouter, Header, Query, Response
+
+from server.deps import MAX_ROW_ID, OptionalUser, SessionDep, SettingsDep
 from server.errors import BadRequest, NotFound, responses
 from server.leaderboards import service
+from server.leaderboards.cache import Lru
 from server.leaderboards.schemas import Leaderboard, LeaderboardEntry
-from server.problems import service as problems
+from server.leaderboards.service import Entry, Standings
+from server.models import Problem
 
 router = APIRouter(prefix="/api/v1/leaderboards", tags=["leaderboards"])
+
+MAX_LIMIT = 1000
+
+IfNoneMatch = Annotated[
+    str | None,
+    Header(
+        alias="If-None-Match",
+        description="the ETag of a response you hold: 304 with no body while it is current",
+    ),
+]
+
+CACHE_HEADERS = {
+    "ETag": {
+        "description": "changes whenever the leaderboard, the page or the caller's entry does",
+        "schema": {"type": "string"},
+    },
+    "Cache-Control": {
+        "description": "`no-cache`: keep the response, but ask again with If-None-Match",
+        "schema": {"type": "string"},
+    },
+}
+CACHING: dict[int | str, dict[str, Any]] = {
+    200: {"headers": CACHE_HEADERS},
+    304: {
+        "description": "Not Modified: the leaderboard is as it was in the response whose ETag "
+        "was sent in If-None-Match",
+        "headers": CACHE_HEADERS,
+    },
+}
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One page of one revision of a board, ready to send to anyone without an entry."""
+
+    board: Leaderboard
+    body: bytes
+
+
+# Pages rendered recently (a page of 1,000 entries is about 200 kB).
+_rendered: Lru[Rendered] = Lru(128)
 
 
 @router.get(
     "/{problem}",
     response_model=Leaderboard,
-    responses=responses(BadRequest, NotFound),
+    responses={**CACHING, **responses(BadRequest, NotFound)},
     summary="Each user's best passing leaderboard-mode score, best first",
 )
 def read_leaderboard(
@@ -24,6 +71,7 @@ def read_leaderboard(
     session: SessionDep,
     settings: SettingsDep,
     user: OptionalUser,
+    if_none_match: IfNoneMatch = None,
     gpu: str | None = Query(default=None, max_length=32, description="device type"),
     version: int | None = Query(
         default=None,
@@ -31,24 +79,70 @@ def read_leaderboard(
         description="one version's leaderboard (e.g. one an update archived); "
         "default: the live leaderboard",
     ),
-) -> Leaderboard:
-    record = problems.get_visible_problem(session, problem, user)
+    limit: int = Query(default=100, ge=1, le=MAX_LIMIT, description="entries per page"),
+    offset: int = Query(default=0, ge=0, le=MAX_ROW_ID, description="entries to skip"),
+) -> Response:
+    record = service.readable_problem(session, problem, user)
     gpu_type = service.choose_gpu(record, settings, gpu)
-    return Leaderboard(
-        problem=record.name,
-        gpu=gpu_type,
-        version=version,
-        from_version=record.leaderboard_from_version,
-        entries=[
-            LeaderboardEntry(
-                rank=entry.rank,
-                user=entry.user,
-                score=entry.score,
-                sol_fraction=entry.sol_fraction,
-                submission_id=entry.submission_id,
-                submitted_at=entry.submitted_at,
-                problem_version=entry.problem_version,
-            )
-            for entry in service.entries(session, record, gpu_type, version)
-        ],
+    standings = service.standings(session, record, gpu_type, version)
+    you = standings.entry_of(user)
+    tag = etag(standings, limit, offset, you)
+    headers = {"ETag": tag, "Cache-Control": "no-cache", "Vary": "Authorization"}
+    if if_none_match is not None and matches(if_none_match, tag):
+        return Response(status_code=304, headers=headers)
+    page = rendered(standings, record, gpu_type, version, limit, offset)
+    body = page.body
+    if you is not None:
+        body = page.board.model_copy(update={"you": entry_body(you)}).model_dump_json().encode()
+    return Response(body, media_type="application/json", headers=headers)
+
+
+def rendered(
+    standings: Standings,
+    problem: Problem,
+    gpu_type: str,
+    version: int | None,
+    limit: int,
+    offset: int,
+) -> Rendered:
+    def render() -> Rendered:
+        board = Leaderboard(
+            problem=problem.name,
+            gpu=gpu_type,
+            version=version,
+            from_version=problem.leaderboard_from_version,
+            total=standings.total,
+            limit=limit,
+            offset=offset,
+            entries=[entry_body(entry) for entry in standings.page(offset, limit)],
+        )
+        return Rendered(board=board, body=board.model_dump_json().encode())
+
+    return _rendered.get_or_make((standings.key, limit, offset), render)
+
+
+def entry_body(entry: Entry) -> LeaderboardEntry:
+    return LeaderboardEntry(
+        rank=entry.rank,
+        user=entry.user,
+        score=entry.score,
+        sol_fraction=entry.sol_fraction,
+        submission_id=entry.submission_id,
+        submitted_at=entry.submitted_at,
+        problem_version=entry.problem_version,
     )
+
+
+def etag(standings: Standings, limit: int, offset: int, you: Entry | None) -> str:
+    """A strong validator: the board's revision and query, the page, and whose entry."""
+    identity = f"{standings.key.validator()}:{limit}:{offset}:{you.user_id if you else ''}"
+    return f'"lb-{hashlib.sha256(identity.encode()).hexdigest()[:24]}"'
+
+
+def matches(if_none_match: str, tag: str) -> bool:
+    """RFC 9110's weak comparison, as If-None-Match asks: any listed tag, or ``*``."""
+    for candidate in if_none_match.split(","):
+        candidate = candidate.strip()
+        if candidate == "*" or candidate.removeprefix("W/") == tag:
+            return True
+    return False

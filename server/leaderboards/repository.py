@@ -1,15 +1,18 @@
-"""The leaderboard query: each user's best passing leaderboard-mode score."""
+"""Queries for leaderboards: the precomputed boards (``leaderboard_entries``) and records
+(``leaderboard_records``), and the submissions they are computed from."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Row, func, select
+from sqlalchemy import ColumnElement, Row, and_, delete, func, insert, or_, select, update
 from sqlalchemy.orm import Session
 
-from server.models import Submission, User
+from grader.report import Mode, Status
+from server.models import LeaderboardEntry, LeaderboardRecord, Problem, Submission, User
 
 
 @dataclass(frozen=True)
@@ -19,88 +22,102 @@ class Versions:
     first: int = 1
     only: int | None = None
 
-    def condition(self) -> ColumnElement[bool]:
+    def condition(self, column: Any = Submission.problem_version) -> ColumnElement[bool]:
         if self.only is not None:
-            return Submission.problem_version == self.only
-        return Submission.problem_version >= self.first
+            return column == self.only
+        return column >= self.first
 
 
-ALL_VERSIONS = Versions()
+class Board(NamedTuple):
+    """One version's board on one device type: what an entry and a record belong to."""
+
+    problem_id: int
+    gpu_type: str
+    version: int
 
 
-def ranked_conditions(
-    problem_id: int, gpu_type: str, versions: Versions
-) -> list[ColumnElement[bool]]:
-    """What puts a submission on a leaderboard: a passed, scored leaderboard-mode run against
-    one of the versions ranked, that organizers have neither hidden nor marked as hacked."""
+def ranked() -> list[ColumnElement[bool]]:
+    """What puts a submission on a leaderboard: a passed, scored leaderboard-mode run that
+    organizers have neither hidden nor marked as hacked (its user's ban is checked apart)."""
     return [
-        Submission.problem_id == problem_id,
-        versions.condition(),
-        Submission.gpu_type == gpu_type,
-        Submission.mode == "leaderboard",
-        Submission.status == "passed",
+        Submission.mode == Mode.LEADERBOARD,
+        Submission.status == Status.PASSED,
         Submission.score.is_not(None),
         Submission.is_hidden.is_(False),
         Submission.is_hacked.is_(False),
     ]
 
 
-def best_scores(
-    session: Session, problem_id: int, gpu_type: str, versions: Versions = ALL_VERSIONS
-) -> Sequence[Row]:
-    """Rows (user name, score, submission id, submitted at, version), best first; among equal scores
-    the earlier submission wins, both within one user and between users. Banned users are
-    left out."""
-    ranked = (
-        select(
-            Submission.id,
-            Submission.user_id,
-            Submission.score,
-            Submission.created_at,
-            Submission.problem_version,
-            func.row_number()
-            .over(
-                partition_by=Submission.user_id,
-                order_by=(Submission.score, Submission.created_at, Submission.id),
-            )
-            .label("place"),
-        )
-        .where(*ranked_conditions(problem_id, gpu_type, versions))
-        .subquery()
-    )
+def ranked_conditions(
+    problem_id: int, gpu_type: str, versions: Versions
+) -> list[ColumnElement[bool]]:
+    """A ranked submission on a problem's versions ``versions`` on one device type."""
+    return [
+        Submission.problem_id == problem_id,
+        versions.condition(),
+        Submission.gpu_type == gpu_type,
+        *ranked(),
+    ]
+
+
+# Reading boards
+
+
+def board_rows(
+    session: Session, problem_id: int, gpu_type: str, versions: Versions
+) -> Sequence[Row[int, str, float, float | None, int, datetime, int]]:
+    """Entries of unbanned users on the versions ranked, best first (ties to the earlier
+    submission): (user id, user name, score, sol fraction, submission id, submitted at,
+    version). A user appears once per version."""
     return session.execute(
         select(
+            LeaderboardEntry.user_id,
             User.name,
-            ranked.c.score,
-            ranked.c.id,
-            ranked.c.created_at,
-            ranked.c.problem_version,
+            LeaderboardEntry.score,
+            LeaderboardEntry.sol_fraction,
+            LeaderboardEntry.submission_id,
+            LeaderboardEntry.submitted_at,
+            LeaderboardEntry.problem_version,
         )
-        .join(User, User.id == ranked.c.user_id)
-        .where(ranked.c.place == 1, User.is_banned.is_(False))
-        .order_by(ranked.c.score, ranked.c.created_at, ranked.c.id)
+        .join(User, User.id == LeaderboardEntry.user_id)
+        .where(
+            LeaderboardEntry.problem_id == problem_id,
+            LeaderboardEntry.gpu_type == gpu_type,
+            versions.condition(LeaderboardEntry.problem_version),
+            User.is_banned.is_(False),
+        )
+        .order_by(
+            LeaderboardEntry.score, LeaderboardEntry.submitted_at, LeaderboardEntry.submission_id
+        )
     ).all()
 
 
-def ranked_history(
-    session: Session, problem_id: int, gpu_type: str, versions: Versions = ALL_VERSIONS
-) -> Sequence[Row]:
-    """Every ranked submission's (submitted at, score, user name), oldest first."""
+def record_rows(
+    session: Session, problem_id: int, gpu_type: str, versions: Versions
+) -> Sequence[Row[datetime, float, str]]:
+    """Records of the versions ranked, oldest first: (at, score, user name)."""
     return session.execute(
-        select(Submission.created_at, Submission.score, User.name)
-        .join(User, User.id == Submission.user_id)
-        .where(*ranked_conditions(problem_id, gpu_type, versions), User.is_banned.is_(False))
-        .order_by(Submission.created_at, Submission.id)
+        select(LeaderboardRecord.at, LeaderboardRecord.score, User.name)
+        .join(User, User.id == LeaderboardRecord.user_id)
+        .where(
+            LeaderboardRecord.problem_id == problem_id,
+            LeaderboardRecord.gpu_type == gpu_type,
+            versions.condition(LeaderboardRecord.problem_version),
+        )
+        .order_by(LeaderboardRecord.at, LeaderboardRecord.submission_id)
     ).all()
 
 
-def reports(session: Session, submission_ids: list[int]) -> dict[int, dict[str, Any]]:
-    if not submission_ids:
-        return {}
-    rows = session.execute(
-        select(Submission.id, Submission.report).where(Submission.id.in_(submission_ids))
-    ).all()
-    return {sid: report or {} for sid, report in rows}
+def entry_versions(session: Session, problem_id: int) -> list[int]:
+    """The versions of a problem with an entry on some device type, oldest first."""
+    return list(
+        session.scalars(
+            select(LeaderboardEntry.problem_version)
+            .where(LeaderboardEntry.problem_id == problem_id)
+            .distinct()
+            .order_by(LeaderboardEntry.problem_version)
+        ).all()
+    )
 
 
 def competitor_counts(session: Session) -> dict[int, int]:
@@ -113,13 +130,311 @@ def competitor_counts(session: Session) -> dict[int, int]:
     return {problem_id: count for problem_id, count in rows}
 
 
-def ranked_versions(session: Session, problem_id: int) -> list[int]:
-    """The versions of a problem that have ranked submissions, oldest first."""
+# Keeping boards up to date
+
+
+def lock_problems(session: Session, problem_ids: Iterable[int]) -> None:
+    """Take the problems' rows, in id order, so one change to a problem's boards at a time
+    reads and writes them (a no-op on SQLite, which writes one transaction at a time)."""
+    ids = sorted(set(problem_ids))
+    if ids:
+        session.execute(
+            select(Problem.id).where(Problem.id.in_(ids)).order_by(Problem.id).with_for_update()
+        ).all()
+
+
+def bump_revisions(session: Session, problem_ids: Iterable[int]) -> None:
+    ids = sorted(set(problem_ids))
+    if ids:
+        session.execute(
+            update(Problem)
+            .where(Problem.id.in_(ids))
+            .values(leaderboard_revision=Problem.leaderboard_revision + 1)
+        )
+
+
+def get_entry(session: Session, board: Board, user_id: int) -> LeaderboardEntry | None:
+    return session.scalar(
+        select(LeaderboardEntry).where(
+            LeaderboardEntry.problem_id == board.problem_id,
+            LeaderboardEntry.gpu_type == board.gpu_type,
+            LeaderboardEntry.problem_version == board.version,
+            LeaderboardEntry.user_id == user_id,
+        )
+    )
+
+
+def entries_of_submission(session: Session, submission_id: int) -> Sequence[LeaderboardEntry]:
+    return session.scalars(
+        select(LeaderboardEntry).where(LeaderboardEntry.submission_id == submission_id)
+    ).all()
+
+
+def problems_of_user(session: Session, user_id: int) -> list[int]:
+    """The problems the user has made leaderboard-mode submissions to."""
     return list(
         session.scalars(
-            select(Submission.problem_version)
-            .where(Submission.problem_id == problem_id, Submission.mode == "leaderboard")
+            select(Submission.problem_id)
+            .where(Submission.user_id == user_id, Submission.mode == Mode.LEADERBOARD)
             .distinct()
-            .order_by(Submission.problem_version)
         ).all()
+    )
+
+
+def boards_of_user(session: Session, user_id: int) -> list[Board]:
+    """Every board the user has an entry on (entries stay while a user is banned)."""
+    rows = session.execute(
+        select(
+            LeaderboardEntry.problem_id,
+            LeaderboardEntry.gpu_type,
+            LeaderboardEntry.problem_version,
+        )
+        .where(LeaderboardEntry.user_id == user_id)
+        .distinct()
+    ).all()
+    return [Board(*row) for row in rows]
+
+
+def best_of_user(session: Session, board: Board, user_id: int) -> Submission | None:
+    """The user's best ranked submission on the board: lowest score, then earliest."""
+    return session.scalar(
+        select(Submission)
+        .where(
+            Submission.user_id == user_id,
+            *ranked_conditions(board.problem_id, board.gpu_type, Versions(only=board.version)),
+        )
+        .order_by(Submission.score, Submission.created_at, Submission.id)
+        .limit(1)
+    )
+
+
+def last_record(session: Session, board: Board) -> LeaderboardRecord | None:
+    return session.scalar(
+        _board_records(board)
+        .order_by(LeaderboardRecord.at.desc(), LeaderboardRecord.submission_id.desc())
+        .limit(1)
+    )
+
+
+def board_records(session: Session, board: Board) -> Sequence[LeaderboardRecord]:
+    """The board's records, oldest first."""
+    return session.scalars(
+        _board_records(board).order_by(LeaderboardRecord.at, LeaderboardRecord.submission_id)
+    ).all()
+
+
+def _board_records(board: Board) -> Any:
+    return select(LeaderboardRecord).where(
+        LeaderboardRecord.problem_id == board.problem_id,
+        LeaderboardRecord.gpu_type == board.gpu_type,
+        LeaderboardRecord.problem_version == board.version,
+    )
+
+
+def records_of_submission(
+    session: Session, problem_id: int, submission_id: int
+) -> Sequence[LeaderboardRecord]:
+    return session.scalars(
+        select(LeaderboardRecord).where(
+            LeaderboardRecord.problem_id == problem_id,
+            LeaderboardRecord.submission_id == submission_id,
+        )
+    ).all()
+
+
+def ranked_after(
+    session: Session, board: Board, after: tuple[datetime, int] | None, below: float | None
+) -> Sequence[Row[datetime, float | None, int, int]]:
+    """Ranked submissions of unbanned users on the board, oldest first, from after the moment
+    ``after`` (created at, id) on and scoring below ``below``: the candidates for records
+    there. (created at, score, user id, id) each."""
+    conditions = [
+        *ranked_conditions(board.problem_id, board.gpu_type, Versions(only=board.version)),
+        User.is_banned.is_(False),
+    ]
+    if after is not None:
+        at, submission_id = after
+        conditions.append(
+            or_(
+                Submission.created_at > at,
+                and_(Submission.created_at == at, Submission.id > submission_id),
+            )
+        )
+    if below is not None:
+        conditions.append(Submission.score < below)
+    return session.execute(
+        select(Submission.created_at, Submission.score, Submission.user_id, Submission.id)
+        .join(User, User.id == Submission.user_id)
+        .where(*conditions)
+        .order_by(Submission.created_at, Submission.id)
+    ).all()
+
+
+def is_banned(session: Session, user_id: int) -> bool:
+    return bool(session.scalar(select(User.is_banned).where(User.id == user_id)))
+
+
+# Rebuilding from the submissions table
+
+
+def has_entries(session: Session) -> bool:
+    return session.scalar(select(LeaderboardEntry.id).limit(1)) is not None
+
+
+def has_ranked(session: Session) -> bool:
+    """Whether any submission is ranked (banned users' included)."""
+    return session.scalar(select(Submission.id).where(*ranked()).limit(1)) is not None
+
+
+def problem_ids(session: Session) -> list[int]:
+    return list(session.scalars(select(Problem.id).order_by(Problem.id)).all())
+
+
+def unscored_reports(
+    session: Session, problem_id: int | None, after_id: int, batch: int
+) -> Sequence[Row[int, dict[str, Any] | None]]:
+    """Ranked submissions (id, report) with a report but no stored speed-of-light fraction,
+    in id order from after ``after_id``: recorded before the fraction was stored."""
+    query = select(Submission.id, Submission.report).where(
+        *ranked(),
+        Submission.sol_fraction.is_(None),
+        Submission.report.is_not(None),
+        Submission.id > after_id,
+    )
+    if problem_id is not None:
+        query = query.where(Submission.problem_id == problem_id)
+    return session.execute(query.order_by(Submission.id).limit(batch)).all()
+
+
+def set_sol_fractions(session: Session, fractions: dict[int, float]) -> None:
+    if fractions:
+        session.execute(
+            update(Submission),
+            [{"id": sid, "sol_fraction": fraction} for sid, fraction in fractions.items()],
+        )
+
+
+def clear_boards(session: Session, problem_id: int | None) -> None:
+    entries = delete(LeaderboardEntry)
+    records = delete(LeaderboardRecord)
+    if problem_id is not None:
+        entries = entries.where(LeaderboardEntry.problem_id == problem_id)
+        records = records.where(LeaderboardRecord.problem_id == problem_id)
+    session.execute(entries)
+    session.execute(records)
+
+
+def clear_board_records(session: Session, board: Board) -> None:
+    session.execute(
+        delete(LeaderboardRecord).where(
+            LeaderboardRecord.problem_id == board.problem_id,
+            LeaderboardRecord.gpu_type == board.gpu_type,
+            LeaderboardRecord.problem_version == board.version,
+        )
+    )
+
+
+def insert_entries(session: Session, problem_id: int | None) -> None:
+    """Each user's best ranked submission per board, straight from the submissions table."""
+    board = (Submission.problem_id, Submission.gpu_type, Submission.problem_version)
+    conditions = ranked()
+    if problem_id is not None:
+        conditions.append(Submission.problem_id == problem_id)
+    best = (
+        select(
+            *board,
+            Submission.user_id,
+            Submission.id,
+            Submission.score,
+            Submission.sol_fraction,
+            Submission.created_at,
+            func.row_number()
+            .over(
+                partition_by=(*board, Submission.user_id),
+                order_by=(Submission.score, Submission.created_at, Submission.id),
+            )
+            .label("place"),
+        )
+        .where(*conditions)
+        .subquery()
+    )
+    session.execute(
+        insert(LeaderboardEntry).from_select(
+            [
+                "problem_id",
+                "gpu_type",
+                "problem_version",
+                "user_id",
+                "submission_id",
+                "score",
+                "sol_fraction",
+                "submitted_at",
+            ],
+            select(
+                best.c.problem_id,
+                best.c.gpu_type,
+                best.c.problem_version,
+                best.c.user_id,
+                best.c.id,
+                best.c.score,
+                best.c.sol_fraction,
+                best.c.created_at,
+            ).where(best.c.place == 1),
+        )
+    )
+
+
+def insert_records(session: Session, problem_id: int | None, board: Board | None = None) -> None:
+    """Every ranked submission of an unbanned user that beat all earlier ones on its board
+    (strictly: an equal score later is no record), for one problem, one board or all."""
+    columns = (Submission.problem_id, Submission.gpu_type, Submission.problem_version)
+    conditions = [*ranked(), User.is_banned.is_(False)]
+    if board is not None:
+        conditions += [
+            Submission.problem_id == board.problem_id,
+            Submission.gpu_type == board.gpu_type,
+            Submission.problem_version == board.version,
+        ]
+    elif problem_id is not None:
+        conditions.append(Submission.problem_id == problem_id)
+    history = (
+        select(
+            *columns,
+            Submission.created_at,
+            Submission.score,
+            Submission.user_id,
+            Submission.id,
+            func.min(Submission.score)
+            .over(
+                partition_by=columns,
+                order_by=(Submission.created_at, Submission.id),
+                rows=(None, -1),
+            )
+            .label("best_before"),
+        )
+        .join(User, User.id == Submission.user_id)
+        .where(*conditions)
+        .subquery()
+    )
+    session.execute(
+        insert(LeaderboardRecord).from_select(
+            [
+                "problem_id",
+                "gpu_type",
+                "problem_version",
+                "at",
+                "score",
+                "user_id",
+                "submission_id",
+            ],
+            select(
+                history.c.problem_id,
+                history.c.gpu_type,
+                history.c.problem_version,
+                history.c.created_at,
+                history.c.score,
+                history.c.user_id,
+                history.c.id,
+            ).where(or_(history.c.best_before.is_(None), history.c.score < history.c.best_before)),
+        )
     )

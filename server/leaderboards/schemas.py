@@ -30,4 +30,14 @@ class Leaderboard(BaseModel):
     from_version: int = Field(
         description="the live leaderboard ranks submissions to this version and later"
     )
-    entries: list[LeaderboardEntry]
+    total: int = Field(description="entries on the leaderboard, all pages together")
+    limit: int = Field(description="at most this many entries from offset on")
+    offset: int = Field(description="entries skipped before the first one shown")
+    entries: list[LeaderboardEntry] = Field(
+        description="best first; ranks count from the top of the whole leaderboard"
+    )
+    you: LeaderboardEntry | None = Field(
+        default=None,
+        description="the caller's own entry, when a bearer token is sent and its user is on "
+        "the leaderboard (wherever the page is)",
+    )

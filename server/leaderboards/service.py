@@ -1,22 +1,36 @@
-"""Building leaderboards for the API and the pages: ranks, speed-of-light fractions and the
-best score over time; the live board (from the problem's ``leaderboard_from_version`` on) or
-one version's."""
+"""Reading leaderboards for the API and the pages: the live board (from the problem's
+``leaderboard_from_version`` on) or one version's, ranked, and the best score over time,
+both from the precomputed tables (kept by ``upkeep``) and cached per leaderboard revision."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy.orm import Session
+from sqlalchemy import Engine, event, inspect
+from sqlalchemy.orm import Session, object_session
 
 from server.errors import BadRequest, NotFound
 from server.leaderboards import repository
+from server.leaderboards.cache import Lru
 from server.leaderboards.repository import Versions
-from server.models import Problem
+from server.models import Problem, User
 from server.problems import service as problems
 from server.settings import Settings
+
+# Set in a session's info once it has changed a board or a problem, until it commits or
+# rolls back: its reads skip the caches, which must hold only what was committed.
+CHANGED_IN_SESSION = "leaderboards.changed"
+
+# How long this process shows problems with their leaderboards (the API, the problem and
+# leaderboard pages) as it last read them (who may see them, their versions, their
+# leaderboard revision) before asking the database again: a change that another process
+# commits (a report the results step records, an update by the command line) shows within
+# this; one committed in this process shows at once.
+PROBLEM_TTL_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -28,6 +42,7 @@ class Entry:
     submission_id: int
     submitted_at: datetime
     problem_version: int
+    user_id: int
 
 
 @dataclass(frozen=True)
@@ -37,6 +52,82 @@ class Record:
     at: datetime
     score: float
     user: str
+
+
+class BoardKey(NamedTuple):
+    """What a board's contents depend on: the database, the problem's revision (counting
+    every change to its entries, records and users' bans) and which versions it ranks."""
+
+    database: Engine
+    problem_id: int
+    revision: int
+    from_version: int
+    problem_version: int
+    gpu_type: str
+    version: int | None
+
+    def validator(self) -> str:
+        """The same as text, for an ETag: all but the database, which only tells apart the
+        databases one process may serve (tests do)."""
+        return ".".join(str(part) for part in self[1:])
+
+
+@dataclass(frozen=True)
+class Standings:
+    """A whole leaderboard as of one revision: every entry, best first, ranked."""
+
+    key: BoardKey
+    entries: tuple[Entry, ...]
+    places: dict[int, int] = field(repr=False)
+
+    @property
+    def total(self) -> int:
+        return len(self.entries)
+
+    def page(self, offset: int, limit: int) -> tuple[Entry, ...]:
+        return self.entries[offset : offset + limit]
+
+    def entry_of(self, user: User | None) -> Entry | None:
+        """The user's entry, or None when they are not on this board."""
+        if user is None:
+            return None
+        place = self.places.get(user.id)
+        return None if place is None else self.entries[place]
+
+
+@dataclass(frozen=True)
+class HeldProblem:
+    problem: Problem  # a copy in no session, shared by the request threads: read only
+    until: float  # time.monotonic()
+
+
+# Boards read recently, a few hundred at most (a board of 10,000 entries is about 2 MB).
+_standings: Lru[Standings] = Lru(256)
+_records: Lru[list[Record]] = Lru(256)
+_problems: Lru[HeldProblem] = Lru(256)
+
+
+def readable_problem(session: Session, name: str, viewer: User | None) -> Problem:
+    """``problems.get_visible_problem`` for showing a problem with its leaderboard, where a
+    read is mostly this: the problem as read at most ``PROBLEM_TTL_S`` ago (a copy in no
+    session), its visibility checked again for this viewer. A hit costs no query at all."""
+    key = (session.get_bind().engine, name)
+    held = _problems.get(key)
+    if held is None or held.until < time.monotonic() or session.info.get(CHANGED_IN_SESSION):
+        problem = problems.get_visible_problem(session, name, viewer)
+        _problems.put(key, HeldProblem(copy_of(problem), time.monotonic() + PROBLEM_TTL_S))
+        return problem
+    if not (problems.is_admin(viewer) or problems.shown_to_everyone(held.problem)):
+        raise NotFound(f"no problem named {name!r}")
+    return held.problem
+
+
+_PROBLEM_COLUMNS = inspect(Problem).column_attrs
+
+
+def copy_of(problem: Problem) -> Problem:
+    """The problem's columns in a new object that belongs to no session."""
+    return Problem(**{column.key: getattr(problem, column.key) for column in _PROBLEM_COLUMNS})
 
 
 def choose_gpu(problem: Problem, settings: Settings, gpu: str | None) -> str:
@@ -60,23 +151,91 @@ def versions_ranked(problem: Problem, version: int | None) -> Versions:
     return Versions(only=version)
 
 
+def board_key(session: Session, problem: Problem, gpu_type: str, version: int | None) -> BoardKey:
+    return BoardKey(
+        session.get_bind().engine,
+        problem.id,
+        problem.leaderboard_revision,
+        problem.leaderboard_from_version,
+        problem.version,
+        gpu_type,
+        version,
+    )
+
+
+def standings(
+    session: Session, problem: Problem, gpu_type: str, version: int | None = None
+) -> Standings:
+    """The board (``version`` None: the live one). Each user's best entry among the versions
+    ranked, lowest score first, ties to the earlier submission (then the lower id)."""
+    versions = versions_ranked(problem, version)
+    key = board_key(session, problem, gpu_type, version)
+
+    def read() -> Standings:
+        entries: list[Entry] = []
+        place: dict[int, int] = {}
+        for (
+            user_id,
+            name,
+            score,
+            fraction,
+            sid,
+            submitted_at,
+            problem_version,
+        ) in repository.board_rows(session, problem.id, gpu_type, versions):
+            if user_id in place:  # a better entry of theirs on another version came first
+                continue
+            place[user_id] = len(entries)
+            entries.append(
+                Entry(
+                    rank=len(entries) + 1,
+                    user=name,
+                    score=score,
+                    sol_fraction=fraction,
+                    submission_id=sid,
+                    submitted_at=submitted_at,
+                    problem_version=problem_version,
+                    user_id=user_id,
+                )
+            )
+        return Standings(key=key, entries=tuple(entries), places=place)
+
+    if session.info.get(CHANGED_IN_SESSION):
+        return read()
+    return _standings.get_or_make(key, read)
+
+
 def entries(
     session: Session, problem: Problem, gpu_type: str, version: int | None = None
 ) -> list[Entry]:
+    return list(standings(session, problem, gpu_type, version).entries)
+
+
+def records(
+    session: Session, problem: Problem, gpu_type: str, version: int | None = None
+) -> list[Record]:
+    """Each moment the best score improved, oldest first. The live board's are the records
+    of its versions that beat every earlier one of the others too."""
     versions = versions_ranked(problem, version)
-    rows = repository.best_scores(session, problem.id, gpu_type, versions)
-    reports = repository.reports(session, [row[2] for row in rows])
+
+    def read() -> list[Record]:
+        best: list[Record] = []
+        for at, score, user in repository.record_rows(session, problem.id, gpu_type, versions):
+            if not best or score < best[-1].score:
+                best.append(Record(at=at, score=score, user=user))
+        return best
+
+    if session.info.get(CHANGED_IN_SESSION):
+        return read()
+    return list(_records.get_or_make(board_key(session, problem, gpu_type, version), read))
+
+
+def archived_versions(session: Session, problem: Problem) -> list[int]:
+    """Versions before the live board's with entries: their boards are archived."""
     return [
-        Entry(
-            rank=rank,
-            user=name,
-            score=score,
-            sol_fraction=sol_fraction(reports.get(sid, {})),
-            submission_id=sid,
-            submitted_at=created,
-            problem_version=problem_version,
-        )
-        for rank, (name, score, sid, created, problem_version) in enumerate(rows, start=1)
+        v
+        for v in repository.entry_versions(session, problem.id)
+        if v < problem.leaderboard_from_version
     ]
 
 
@@ -95,21 +254,27 @@ def sol_fraction(report: dict[str, Any]) -> float | None:
     return math.exp(sum(math.log(f) for f in fractions) / len(fractions))
 
 
-def records(
-    session: Session, problem: Problem, gpu_type: str, version: int | None = None
-) -> list[Record]:
-    """Each moment the best score improved, oldest first."""
-    best: list[Record] = []
-    versions = versions_ranked(problem, version)
-    for at, score, user in repository.ranked_history(session, problem.id, gpu_type, versions):
-        if not best or score < best[-1].score:
-            best.append(Record(at=at, score=score, user=user))
-    return best
-
-
 def competitor_counts(session: Session) -> dict[int, int]:
     return repository.competitor_counts(session)
 
 
-def ranked_versions(session: Session, problem: Problem) -> list[int]:
-    return repository.ranked_versions(session, problem.id)
+@event.listens_for(Problem, "after_insert")
+@event.listens_for(Problem, "after_update")
+@event.listens_for(Problem, "after_delete")
+def _problem_written(_mapper: Any, _connection: Any, problem: Problem) -> None:
+    session = object_session(problem)
+    if session is not None:
+        session.info[CHANGED_IN_SESSION] = True
+
+
+@event.listens_for(Session, "after_commit")
+def _committed(session: Session) -> None:
+    """A committed change to a problem or a board in this process: read problems afresh
+    (boards are cached by revision, so they need nothing)."""
+    if session.info.pop(CHANGED_IN_SESSION, False):
+        _problems.clear()
+
+
+@event.listens_for(Session, "after_rollback")
+def _rolled_back(session: Session) -> None:
+    session.info.pop(CHANGED_IN_SESSION, None)

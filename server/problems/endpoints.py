@@ -89,7 +89,7 @@ def read_problem(
     summary="Add a problem, or a new version of it, from a .zip or .tar.gz of its folder; "
     "it goes live once validated on the workers",
 )
-async def add_problem(
+def add_problem(
     session: SessionDep,
     settings: SettingsDep,
     admin: AdminUser,
@@ -101,13 +101,12 @@ async def add_problem(
         "leaderboard; 'archive' starts it empty (earlier versions' stay readable)",
     ),
 ) -> ProblemOut:
-    raw = await archive_file.read(settings.max_archive_bytes + 1)
+    # FastAPI has spooled the upload already; reading it here, in the thread pool, is fine.
+    raw = archive_file.file.read(settings.max_archive_bytes + 1)
     problem, created = service.add_problem_from_archive(
         session, settings, raw, archive_file.filename or "", name, admin, leaderboard
     )
-    # The validation round must be committed before a worker can hear of it.
-    session.commit()
-    validation.enqueue(session, problem, settings)
+    # Its validation round is sent once this request's transaction commits.
     out = detail(problem, settings)
     out.created = created
     return out
@@ -137,6 +136,4 @@ def rerun_validation(
     name: str, session: SessionDep, settings: SettingsDep, admin: AdminUser
 ) -> ValidationOut:
     problem = service.rerun_validation(session, settings, name, admin)
-    session.commit()
-    validation.enqueue(session, problem, settings)
     return validation_out(session, problem)

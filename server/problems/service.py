@@ -25,7 +25,7 @@ from server.problems import archive, repository, validation
 from server.settings import Settings
 
 PROBLEM_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
-LIVE = "live"
+LIVE = validation.LIVE
 # What happens to the leaderboard when a problem gets a new version.
 CARRY_OVER = "carry_over"
 ARCHIVE = "archive"
@@ -98,7 +98,7 @@ def add_problem_from_archive(
     leaderboard: str = CARRY_OVER,
 ) -> tuple[Problem, bool]:
     """Unpack an uploaded archive and add its problem, to be validated; returns it and
-    whether it is new. The caller commits, then calls ``validation.enqueue``."""
+    whether it is new. Its validation is sent once the caller commits."""
     if len(raw) > settings.max_archive_bytes:
         raise PayloadTooLarge(f"the archive is over {settings.max_archive_bytes} bytes")
     with tempfile.TemporaryDirectory(prefix="kj-upload-") as scratch:
@@ -135,7 +135,7 @@ def add_problem_from_path(
     """An admin's (or, with no actor, the command line's) add or update, written to the audit
     log: ``problem.add``, ``problem.update`` (a new version) or ``problem.unchanged``. A new
     problem or version (or new example solutions) is not live until it has been validated;
-    the caller commits, then calls ``validation.enqueue``."""
+    its validation is sent once the caller commits."""
     try:
         loaded = load_problem(path)
     except ProblemError as exc:
@@ -269,8 +269,7 @@ def update_settings(
 ) -> Problem:
     """What organizers set on a problem besides its files; the audit log gets each setting
     that changed, before and after. New device types (`gpu_types`, from the service's,
-    with `settings`) start a validation round on them: the caller commits, then calls
-    ``validation.enqueue``."""
+    with `settings`) start a validation round on them, sent once the caller commits."""
     problem = repository.get_problem(session, name)
     if problem is None:
         raise NotFound(f"no problem named {name!r}")
@@ -339,8 +338,8 @@ def current_version(session: Session, name: str) -> int | None:
 
 def rerun_validation(session: Session, settings: Settings, name: str, admin: User) -> Problem:
     """An admin's new validation round for the problem's current version, written to the
-    audit log as ``problem.validate``; the caller commits, then calls
-    ``validation.enqueue``. Until the round ends the problem is not live."""
+    audit log as ``problem.validate``, sent once the caller commits. Until the round ends
+    the problem is not live."""
     problem = repository.get_problem(session, name, for_update=True)
     if problem is None:
         raise NotFound(f"no problem named {name!r}")

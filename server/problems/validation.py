@@ -1,29 +1,40 @@
 """Validating a problem before it goes live: a round (for each new version, or when an
-admin asks) sends one validation per device type to that type's queue after the commit;
-the results step records each report once and makes the problem live when every device's
-report is clean, or invalid when one is not."""
+admin asks) asks for one validation per device type on that type's queue (sent once the
+round commits); the results step records each report once and makes the problem live when
+every device's report is clean, or invalid when one is not."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from enum import StrEnum
 from typing import Any
 
-from celery import chain
 from sqlalchemy.orm import Session
 
-from grader.problem import problem_from_files
 from server.models import Problem, ProblemValidation, utcnow
-from server.problems import repository, tasks
-from server.queue import RESULTS_QUEUE
-from server.settings import Settings
+from server.problems import repository
+from server.worker import jobs, payloads
 
 log = logging.getLogger(__name__)
 
-VALIDATING = "validating"
-LIVE = "live"
-INVALID = "invalid"
-QUEUED = "queued"
+
+class ProblemStatus(StrEnum):
+    VALIDATING = "validating"  # its current version is being validated on the workers
+    LIVE = "live"  # shown to competitors, takes submissions
+    INVALID = "invalid"  # a validation failed, or no device type here can grade it
+
+
+class ValidationStatus(StrEnum):
+    QUEUED = payloads.VALIDATION_QUEUED
+    PASSED = "passed"  # every check as its name promises
+    FAILED = "failed"
+
+
+VALIDATING = ProblemStatus.VALIDATING
+LIVE = ProblemStatus.LIVE
+INVALID = ProblemStatus.INVALID
+QUEUED = ValidationStatus.QUEUED
 # The gpu_type of the one row a round gets when the problem is offered on no device here.
 NO_DEVICE = "none"
 
@@ -31,7 +42,8 @@ NO_DEVICE = "none"
 def start(session: Session, problem: Problem, gpu_types: Sequence[str]) -> None:
     """Begin a new round for the problem's current version on these device types; the
     problem is not live until the round ends clean. Results of earlier rounds still arrive
-    and are kept, but no longer decide the problem's status."""
+    and are kept, but no longer decide the problem's status. Each device type's validation
+    is sent once the caller commits."""
     problem.validation_attempt += 1
     if not gpu_types:
         problem.status = INVALID
@@ -42,50 +54,25 @@ def start(session: Session, problem: Problem, gpu_types: Sequence[str]) -> None:
                 problem_version=problem.version,
                 attempt=problem.validation_attempt,
                 gpu_type=NO_DEVICE,
-                status="failed",
-                report={"status": "failed", "message": message, "checks": []},
+                status=ValidationStatus.FAILED,
+                report={"status": ValidationStatus.FAILED, "message": message, "checks": []},
                 finished_at=utcnow(),
             )
         )
     else:
         problem.status = VALIDATING
         for gpu_type in gpu_types:
-            session.add(
-                ProblemValidation(
-                    problem_id=problem.id,
-                    problem_version=problem.version,
-                    attempt=problem.validation_attempt,
-                    gpu_type=gpu_type,
-                    status=QUEUED,
-                )
+            row = ProblemValidation(
+                problem_id=problem.id,
+                problem_version=problem.version,
+                attempt=problem.validation_attempt,
+                gpu_type=gpu_type,
+                status=QUEUED,
             )
+            session.add(row)
+            session.flush()
+            jobs.enqueue(session, jobs.Job.VALIDATE, row.id, queue=gpu_type)
     session.flush()
-
-
-def enqueue(session: Session, problem: Problem, settings: Settings) -> int:
-    """Send the current round's validations that have not been sent yet to their device
-    types' queues; call only after the round has been committed, and commit after (the
-    rows remember they were sent). Returns how many were sent."""
-    loaded = problem_from_files(problem.name, problem.files)
-    payload: dict[str, Any] = {
-        "problem": {"name": problem.name, "version": problem.version, "files": problem.files},
-        "solutions": dict(problem.solutions or {}),
-        "timeouts": {
-            mode: min(loaded.timeout_for(mode), settings.grading_timeout_s)
-            for mode in ("test", "benchmark")
-        },
-    }
-    sent = 0
-    for row in current_round(session, problem):
-        if row.status != QUEUED or row.sent_at is not None:
-            continue
-        row.sent_at = utcnow()
-        chain(
-            tasks.validate_problem.si(row.id, payload).set(queue=row.gpu_type),
-            tasks.record_validation.s().set(queue=RESULTS_QUEUE),
-        ).apply_async()
-        sent += 1
-    return sent
 
 
 def current_round(session: Session, problem: Problem) -> Sequence[ProblemValidation]:
@@ -99,13 +86,15 @@ def record(session: Session, validation_id: int, report: dict[str, Any], worker:
     if row is None:
         log.warning("report for unknown validation %s dropped", validation_id)
         return False
+    jobs.done(session, jobs.Job.VALIDATE, validation_id)
     # Every write to a problem's validations holds the problem's row first.
     problem = repository.get_problem_by_id(session, row.problem_id, for_update=True)
     session.refresh(row)
     if row.status != QUEUED:
         log.info("validation %s already recorded as %s; duplicate dropped", row.id, row.status)
         return False
-    row.status = "passed" if report.get("status") == "passed" else "failed"
+    passed = report.get("status") == ValidationStatus.PASSED
+    row.status = ValidationStatus.PASSED if passed else ValidationStatus.FAILED
     row.report = report
     row.worker = worker
     row.finished_at = utcnow()
@@ -123,5 +112,6 @@ def conclude_round(session: Session, problem: Problem) -> None:
     rows = current_round(session, problem)
     if any(row.status == QUEUED for row in rows):
         return
-    problem.status = LIVE if rows and all(row.status == "passed" for row in rows) else INVALID
+    clean = rows and all(row.status == ValidationStatus.PASSED for row in rows)
+    problem.status = LIVE if clean else INVALID
     log.info("problem %s version %s is %s", problem.name, problem.version, problem.status)

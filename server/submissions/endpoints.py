@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Header, Request, Response
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from grader.report import Status
 from server.deps import CurrentUser, RowId, SessionDep, SettingsDep
 from server.errors import (
     BadRequest,
@@ -21,9 +22,9 @@ from server.errors import (
     TooManyRequests,
     responses,
 )
-from server.models import Submission
+from server.models import Submission, User
 from server.settings import Settings
-from server.submissions import repository, service
+from server.submissions import disclosure, repository, service
 from server.submissions.schemas import SubmissionAccepted, SubmissionCreate, SubmissionOut
 
 router = APIRouter(prefix="/api/v1/submissions", tags=["submissions"])
@@ -50,7 +51,9 @@ SUBMISSION_BODY = {
 }
 
 
-async def read_submission_request(request: Request, settings: Settings) -> SubmissionCreate:
+async def read_submission_request(request: Request, settings: SettingsDep) -> SubmissionCreate:
+    """The body, read here (on the event loop) so that the route itself can be a plain
+    function whose database work runs in the thread pool."""
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("multipart/form-data"):
         return await read_multipart(request, settings)
@@ -84,6 +87,20 @@ async def read_multipart(request: Request, settings: Settings) -> SubmissionCrea
     return validate_body(fields)
 
 
+SubmissionBody = Annotated[SubmissionCreate, Depends(read_submission_request)]
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=200,
+        pattern=r"^[\x21-\x7e]+$",
+        description="any unique string (a UUID, say): a retry with the same key and body "
+        "returns the submission the first request made instead of making another",
+    ),
+]
+
+
 def validate_body(body: object) -> SubmissionCreate:
     try:
         return SubmissionCreate.model_validate(body)
@@ -111,11 +128,15 @@ def validate_body(body: object) -> SubmissionCreate:
     ),
     summary="Submit a kernel for grading",
 )
-async def create_submission(
-    request: Request, session: SessionDep, settings: SettingsDep, user: CurrentUser
+def create_submission(
+    user: CurrentUser,
+    body: SubmissionBody,
+    session: SessionDep,
+    settings: SettingsDep,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
 ) -> SubmissionAccepted:
-    body = await read_submission_request(request, settings)
-    submission = service.create_submission(
+    submission, replayed = service.create_submission(
         session,
         settings,
         user,
@@ -123,11 +144,12 @@ async def create_submission(
         code=body.code,
         mode=body.mode,
         gpu=body.gpu,
+        idempotency_key=idempotency_key,
     )
-    # The row must be committed before a worker can be told about it.
-    session.commit()
-    service.enqueue(submission, settings)
-    return SubmissionAccepted(id=submission.id, status="queued")
+    if replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    # Committed (and its grading sent) when this returns, before the response leaves.
+    return SubmissionAccepted(id=submission.id, status=submission.status)
 
 
 @router.get(
@@ -138,11 +160,12 @@ async def create_submission(
 )
 def read_submission(submission_id: RowId, session: SessionDep, user: CurrentUser) -> SubmissionOut:
     submission = service.get_submission_for(session, submission_id, user)
-    return submission_out(session, submission)
+    return submission_out(session, submission, user)
 
 
-def submission_out(session: SessionDep, submission: Submission) -> SubmissionOut:
+def submission_out(session: SessionDep, submission: Submission, viewer: User) -> SubmissionOut:
     report = submission.report or {}
+    shown = disclosure.disclose(viewer, submission)
     return SubmissionOut(
         id=submission.id,
         problem=submission.problem.name,
@@ -152,21 +175,22 @@ def submission_out(session: SessionDep, submission: Submission) -> SubmissionOut
         gpu=submission.gpu_type,
         status=submission.status,
         score=submission.score,
-        message=submission.message,
+        message=shown.message,
         flags=submission.flags,
         hidden=submission.is_hidden,
         hacked=submission.is_hacked,
-        cases=list(report.get("cases", [])),
+        cases=shown.cases,
         queue_position=(
             repository.queue_position(session, submission)
-            if submission.status == "queued"
+            if submission.status == Status.QUEUED
             else None
         ),
         worker=submission.worker,
         device_name=report.get("device_name"),
         device_peaks=report.get("device_peaks"),
-        stdout=str(report.get("stdout", "")),
-        stderr=str(report.get("stderr", "")),
+        stdout=shown.stdout,
+        stderr=shown.stderr,
+        withheld=shown.withheld,
         code_sha256=submission.code_sha256,
         code=submission.code,
         created_at=submission.created_at,

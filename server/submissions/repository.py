@@ -8,6 +8,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, joinedload
 
+from grader.report import Status
 from server.models import Submission, User
 
 
@@ -20,6 +21,12 @@ def get_submission(
     return session.scalar(query)
 
 
+def get_by_idempotency_key(session: Session, user_id: int, key: str) -> Submission | None:
+    return session.scalar(
+        select(Submission).where(Submission.user_id == user_id, Submission.idempotency_key == key)
+    )
+
+
 def queue_position(session: Session, submission: Submission) -> int:
     """How many submissions for the same device type wait ahead of this one."""
     return (
@@ -28,7 +35,7 @@ def queue_position(session: Session, submission: Submission) -> int:
             .select_from(Submission)
             .where(
                 Submission.gpu_type == submission.gpu_type,
-                Submission.status == "queued",
+                Submission.status == Status.QUEUED,
                 Submission.id < submission.id,
             )
         )

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-Mode = Literal["test", "benchmark", "leaderboard"]
-Status = Literal["queued", "running", "passed", "failed", "error", "timeout", "rejected"]
+from grader.report import TERMINAL_STATUSES, Mode, Status
 
 
 class SubmissionCreate(BaseModel):
@@ -16,7 +15,7 @@ class SubmissionCreate(BaseModel):
 
     problem: str = Field(min_length=1, max_length=100, examples=["vectoradd"])
     code: str = Field(description="the submission: a Python file defining custom_kernel")
-    mode: Mode = "test"
+    mode: Mode = Mode.TEST
     gpu: str | None = Field(
         default=None, max_length=32, description="device type; default: the problem's first"
     )
@@ -54,8 +53,82 @@ class SubmissionOut(BaseModel):
     )
     stdout: str
     stderr: str
+    withheld: bool = Field(
+        description="a leaderboard-mode run: its stdout, stderr and error details are kept "
+        "for organizers and left out here (test and benchmark mode show them)"
+    )
     code_sha256: str
     code: str
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+
+class CaseReport(BaseModel):
+    """One case of a grading, as the grader wrote it (grader.report.CaseResult)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    kind: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    status: Status
+    message: str = ""
+    time: dict[str, Any] | None = None
+    roofline: dict[str, Any] | None = None
+
+
+class GradingReport(BaseModel):
+    """A grading's report as a worker sends it (grader.report.Report): the one shape from
+    the grader to the database and the API."""
+
+    model_config = ConfigDict(extra="allow")
+
+    status: Status
+    problem: str = ""
+    mode: str = ""
+    device: str = ""
+    device_name: str = ""
+    device_type: str = ""
+    device_peaks: dict[str, Any] | None = None
+    score: float | None = None
+    message: str = ""
+    flags: list[str] = Field(default_factory=list)
+    cases: list[CaseReport] = Field(default_factory=list)
+    stdout: str = ""
+    stderr: str = ""
+    wall_s: float = 0.0
+
+    @field_validator("status")
+    @classmethod
+    def _terminal(cls, status: Status) -> Status:
+        if status not in TERMINAL_STATUSES:
+            raise ValueError(f"a report ends with a verdict, not {status.value!r}")
+        return status
+
+
+class GradingResult(BaseModel):
+    """What the grade job hands to the results step."""
+
+    submission_id: int
+    worker: str
+    report: GradingReport
+
+
+def invalid_report(result: object, exc: ValidationError) -> GradingResult:
+    """An error verdict for a result whose report does not parse; raises again when even
+    its submission cannot be told."""
+    if not isinstance(result, dict) or not isinstance(result.get("submission_id"), int):
+        raise exc
+    problems = "; ".join(
+        f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+        for error in exc.errors()[:5]
+    )
+    return GradingResult(
+        submission_id=result["submission_id"],
+        worker=str(result.get("worker", "")),
+        report=GradingReport(
+            status=Status.ERROR,
+            message=f"the worker returned an invalid report ({problems})",
+            flags=["invalid_report"],
+        ),
+    )

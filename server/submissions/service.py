@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
-from celery import chain
 from sqlalchemy.orm import Session
 
-from grader.problem import problem_from_files
+from grader.report import TERMINAL_STATUSES, Mode, Status
 from server.audit import service as audit
 from server.errors import (
     BadRequest,
@@ -22,16 +22,19 @@ from server.errors import (
     PayloadTooLarge,
     TooManyRequests,
 )
+from server.leaderboards import service as leaderboards
+from server.leaderboards import upkeep
 from server.models import Problem, Run, Submission, User, utcnow
 from server.problems import service as problems
-from server.queue import RESULTS_QUEUE
 from server.settings import Settings
-from server.submissions import repository, tasks
+from server.submissions import repository
+from server.submissions.schemas import GradingReport
+from server.worker import jobs
 
 log = logging.getLogger(__name__)
 
-MODES = ("test", "benchmark", "leaderboard")
-TERMINAL = frozenset({"passed", "failed", "error", "timeout", "rejected"})
+MODES = tuple(Mode)
+TERMINAL = TERMINAL_STATUSES
 
 
 def validate_code(code: str, settings: Settings) -> str:
@@ -62,18 +65,35 @@ def create_submission(
     code: str,
     mode: str,
     gpu: str | None,
-) -> Submission:
+    idempotency_key: str | None = None,
+) -> tuple[Submission, bool]:
+    """Accept a submission and ask for its grading, in the caller's transaction; returns it
+    and whether it was made earlier. With an ``idempotency_key``, a request this user
+    already made under that key returns the submission it made instead of a new one (a
+    client's retry after a timeout or a 5xx)."""
+    request_sha256 = request_digest(problem_name, code, mode, gpu)
+    if idempotency_key is not None:
+        # Held until the commit: a retry racing the first request waits for it.
+        repository.lock_user(session, user.id)
+        earlier = repository.get_by_idempotency_key(session, user.id, idempotency_key)
+        if earlier is not None:
+            if earlier.request_sha256 != request_sha256:
+                raise BadRequest(
+                    "this Idempotency-Key was used for a different submission; use a new key "
+                    "for a new submission"
+                )
+            return earlier, True
     if user.is_banned:
         raise Forbidden("this account is banned")
     if mode not in MODES:
         raise BadRequest(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     problem = problems.get_problem_to_submit(session, problem_name, user)
-    if mode == "leaderboard" and not problems.started(problem):
+    if mode == Mode.LEADERBOARD and not problems.started(problem):
         raise Conflict(
             f"the competition on {problem.name!r} opens at {problem.starts_at:%Y-%m-%d %H:%M} "
             "UTC; until then admins may make test and benchmark runs"
         )
-    if mode == "leaderboard" and problems.deadline_passed(problem):
+    if mode == Mode.LEADERBOARD and problems.deadline_passed(problem):
         raise Conflict(
             f"the competition on {problem.name!r} closed at {problem.deadline:%Y-%m-%d %H:%M} UTC; "
             "test and benchmark runs are still open"
@@ -89,12 +109,21 @@ def create_submission(
         code_sha256=hashlib.sha256(code.encode()).hexdigest(),
         mode=mode,
         gpu_type=gpu_type,
-        status="queued",
+        status=Status.QUEUED,
         flags=[],
+        idempotency_key=idempotency_key,
+        request_sha256=request_sha256,
     )
     session.add(submission)
     session.flush()
-    return submission
+    jobs.enqueue(session, jobs.Job.GRADE, submission.id, queue=gpu_type)
+    return submission, False
+
+
+def request_digest(problem_name: str, code: str, mode: str, gpu: str | None) -> str:
+    """What a retry under the same Idempotency-Key must ask for again."""
+    fields = json.dumps([problem_name, mode, gpu, code], ensure_ascii=False)
+    return hashlib.sha256(fields.encode()).hexdigest()
 
 
 def check_rate_limit(session: Session, settings: Settings, user: User, problem: Problem) -> None:
@@ -133,23 +162,6 @@ def choose_gpu_type(problem: Problem, settings: Settings, gpu: str | None) -> st
             f"available: {', '.join(offered) or 'none'}"
         )
     return gpu
-
-
-def enqueue(submission: Submission, settings: Settings) -> None:
-    """Send the grading; call only after the submission's row has been committed."""
-    problem = submission.problem
-    limit = problem_from_files(problem.name, problem.files).timeout_for(submission.mode)
-    payload = {
-        "problem": {"name": problem.name, "version": problem.version, "files": problem.files},
-        "code": submission.code,
-        "mode": submission.mode,
-        "secret_seed": problem.secret_seed if submission.mode == "leaderboard" else None,
-        "timeout_s": min(limit, settings.grading_timeout_s),
-    }
-    chain(
-        tasks.grade.si(submission.id, payload).set(queue=submission.gpu_type),
-        tasks.record_report.s().set(queue=RESULTS_QUEUE),
-    ).apply_async()
 
 
 def get_submission_for(session: Session, submission_id: int, user: User) -> Submission:
@@ -199,8 +211,8 @@ def list_recent(session: Session, limit: int = 200) -> Sequence[Submission]:
 
 
 def moderate(session: Session, submission_id: int, action: str, admin: User) -> Submission:
-    """Hide or unhide, mark or unmark as hacked, or reset for a re-run, and write it to the
-    audit log; the caller commits, then calls ``enqueue`` for a re-run."""
+    """Hide or unhide, mark or unmark as hacked, or reset for a re-run (graded again once the
+    caller commits), and write it to the audit log."""
     submission = repository.get_submission(session, submission_id, for_update=True)
     if submission is None:
         raise NotFound(f"no submission {submission_id}")
@@ -212,8 +224,11 @@ def moderate(session: Session, submission_id: int, action: str, admin: User) -> 
         if submission.status not in TERMINAL:
             raise Conflict(f"submission {submission_id} is still {submission.status}")
         reset_for_rerun(submission)
+        jobs.enqueue(session, jobs.Job.GRADE, submission.id, queue=submission.gpu_type)
     else:
         raise BadRequest(f"unknown action {action!r}")
+    session.flush()
+    upkeep.submission_changed(session, submission)
     audit.record(
         session,
         admin,
@@ -233,8 +248,9 @@ def moderate(session: Session, submission_id: int, action: str, admin: User) -> 
 def reset_for_rerun(submission: Submission) -> None:
     """Back to queued against the problem's current version, the old verdict forgotten."""
     submission.problem_version = submission.problem.version
-    submission.status = "queued"
+    submission.status = Status.QUEUED
     submission.score = None
+    submission.sol_fraction = None
     submission.message = ""
     submission.flags = []
     submission.report = None
@@ -246,22 +262,21 @@ def reset_for_rerun(submission: Submission) -> None:
 
 def mark_running(session: Session, submission_id: int, worker: str) -> None:
     submission = repository.get_submission(session, submission_id, for_update=True)
-    if submission is None or submission.status != "queued":
+    if submission is None or submission.status != Status.QUEUED:
         return
-    submission.status = "running"
+    submission.status = Status.RUNNING
     submission.started_at = utcnow()
     submission.worker = worker
 
 
-def record_report(
-    session: Session, submission_id: int, report: dict[str, Any], worker: str
-) -> bool:
+def record_report(session: Session, submission_id: int, report: GradingReport, worker: str) -> bool:
     """Write a report; a report for a submission that already has one is ignored, so a job
     graded twice (a worker died after grading, the message came again) is recorded once."""
     submission = repository.get_submission(session, submission_id, for_update=True)
     if submission is None:
         log.warning("report for unknown submission %s dropped", submission_id)
         return False
+    jobs.done(session, jobs.Job.GRADE, submission_id)
     if submission.status in TERMINAL:
         log.info(
             "submission %s already recorded as %s; duplicate dropped",
@@ -269,23 +284,21 @@ def record_report(
             submission.status,
         )
         return False
-    status = report.get("status")
-    if status not in TERMINAL:
-        report = {**report, "message": f"the worker returned an invalid status {status!r}"}
-        status = "error"
-    submission.status = str(status)
-    score = report.get("score")
-    submission.score = (
-        float(score) if status == "passed" and isinstance(score, int | float) else None
-    )
-    submission.message = str(report.get("message", ""))
-    submission.flags = [str(flag) for flag in report.get("flags", [])]
-    submission.report = report
+    stored = report.model_dump(mode="json")
+    submission.status = report.status
+    passed = report.status == Status.PASSED
+    submission.score = report.score if passed else None
+    submission.sol_fraction = leaderboards.sol_fraction(stored) if passed else None
+    submission.message = report.message
+    submission.flags = list(report.flags)
+    submission.report = stored
     submission.worker = worker
     submission.started_at = submission.started_at or utcnow()
     submission.finished_at = utcnow()
-    for index, case in enumerate(report.get("cases", [])):
+    for index, case in enumerate(stored["cases"]):
         submission.runs.append(run_from_case(index, case))
+    session.flush()
+    upkeep.submission_changed(session, submission)
     return True
 
 
@@ -295,7 +308,7 @@ def run_from_case(index: int, case: dict[str, Any]) -> Run:
         index=index,
         kind=str(case.get("kind", "test")),
         params=dict(case.get("params", {})),
-        status=str(case.get("status", "error")),
+        status=str(case.get("status", Status.ERROR)),
         message=str(case.get("message", "")),
         median_s=timing.get("median_s"),
         mean_s=timing.get("mean_s"),

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete, func, or_, select, update
 from sqlalchemy.orm import Session
 
+from server.db import get_engine
 from server.models import ApiToken, LoginAttempt, User
+
+log = logging.getLogger(__name__)
+# One background writer for token use: a request never waits on it, nor holds the token's
+# row locked until it ends (which let one token submitting and polling at once stall).
+_token_use_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kj-token-use")
 
 
 def get_user_by_name(session: Session, name: str) -> User | None:
@@ -27,6 +35,27 @@ def get_active_token(session: Session, token_hash: str) -> ApiToken | None:
     return session.scalar(
         select(ApiToken).where(ApiToken.token_hash == token_hash, ApiToken.revoked_at.is_(None))
     )
+
+
+def record_token_use(token_id: int, at: datetime, *, older_than: datetime) -> None:
+    """Set the token's last use, in a transaction of its own on another thread; only if the
+    stored one is older than `older_than`, so a burst of requests writes once."""
+
+    def write() -> None:
+        try:
+            with get_engine().begin() as connection:
+                connection.execute(
+                    update(ApiToken)
+                    .where(
+                        ApiToken.id == token_id,
+                        or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < older_than),
+                    )
+                    .values(last_used_at=at)
+                )
+        except Exception:
+            log.warning("could not record the use of token %s", token_id, exc_info=True)
+
+    _token_use_writer.submit(write)
 
 
 def list_tokens(session: Session, user_id: int) -> Sequence[ApiToken]:

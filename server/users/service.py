@@ -21,12 +21,16 @@ from server.errors import (
     NotFound,
     TooManyRequests,
 )
+from server.leaderboards import upkeep
 from server.models import ApiToken, User, utcnow
 from server.settings import Settings
 from server.users import repository
 
 TOKEN_PREFIX = "kj_"
 USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+# A token's "last used" is kept to the minute: written at most once a minute per token, and
+# never in the request's own transaction (see repository.record_token_use).
+TOKEN_USE_RESOLUTION = timedelta(minutes=1)
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 1024
 
@@ -129,7 +133,9 @@ def authenticate(session: Session, token: str) -> User:
         raise NotAuthenticated("the API token is unknown or revoked")
     if record.user.is_banned:
         raise Forbidden("this account is banned")
-    record.last_used_at = utcnow()
+    now = utcnow()
+    if record.last_used_at is None or record.last_used_at < now - TOKEN_USE_RESOLUTION:
+        repository.record_token_use(record.id, now, older_than=now - TOKEN_USE_RESOLUTION)
     return record.user
 
 
@@ -162,5 +168,8 @@ def moderate_user(session: Session, admin: User, user_id: int, action: str) -> U
         user.is_admin = False
     else:
         raise BadRequest(f"unknown action {action!r}")
+    if action in ("ban", "unban"):
+        session.flush()
+        upkeep.user_changed(session, user)
     audit.record(session, admin, f"user.{action}", target_type="user", target=user.name)
     return user

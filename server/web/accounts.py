@@ -18,7 +18,7 @@ from server.errors import (
 from server.submissions import service as submissions
 from server.users import service as users
 from server.web.page import Page, PageDep, SignedInPage
-from server.web.sessions import read_form, sign_in, sign_out
+from server.web.sessions import PostedForm, sign_in, sign_out
 
 router = APIRouter(include_in_schema=False)
 
@@ -40,8 +40,7 @@ def signup_form(page: PageDep, next: str | None = Query(default=None)) -> HTMLRe
 
 
 @router.post("/signup", response_model=None)
-async def signup(request: Request, page: PageDep) -> HTMLResponse | RedirectResponse:
-    form = await read_form(request, page.settings)
+def signup(request: Request, page: PageDep, form: PostedForm) -> HTMLResponse | RedirectResponse:
     name = str(form.get("name") or "").strip()
     password = str(form.get("password") or "")
     next_path = safe_next(str(form.get("next") or ""))
@@ -69,8 +68,7 @@ def login_form(page: PageDep, next: str | None = Query(default=None)) -> HTMLRes
 
 
 @router.post("/login", response_model=None)
-async def login(request: Request, page: PageDep) -> HTMLResponse | RedirectResponse:
-    form = await read_form(request, page.settings)
+def login(request: Request, page: PageDep, form: PostedForm) -> HTMLResponse | RedirectResponse:
     name = str(form.get("name") or "").strip()
     next_path = safe_next(str(form.get("next") or ""))
     address = request.client.host if request.client else "unknown"
@@ -93,8 +91,7 @@ async def login(request: Request, page: PageDep) -> HTMLResponse | RedirectRespo
 
 
 @router.post("/logout")
-async def logout(request: Request, page: PageDep) -> RedirectResponse:
-    await read_form(request, page.settings)
+def logout(request: Request, page: PageDep, form: PostedForm) -> RedirectResponse:
     sign_out(request)
     return page.redirect("/")
 
@@ -126,18 +123,16 @@ def user_page(name: str, page: PageDep) -> HTMLResponse:
 
 
 @router.post("/account/tokens", response_class=HTMLResponse)
-async def create_token(request: Request, page: SignedInPage) -> HTMLResponse:
+def create_token(page: SignedInPage, form: PostedForm) -> HTMLResponse:
     """Shown on the page this once; only its hash is kept."""
     assert page.viewer is not None
-    form = await read_form(request, page.settings)
     label = str(form.get("label") or "").strip()[:100] or "web"
     token = users.issue_token(page.session, page.viewer, label=label)
     return render_user(page, page.viewer.name, new_token=token)
 
 
 @router.post("/account/tokens/{token_id}/revoke")
-async def revoke_token(token_id: RowId, request: Request, page: SignedInPage) -> RedirectResponse:
+def revoke_token(token_id: RowId, page: SignedInPage, form: PostedForm) -> RedirectResponse:
     assert page.viewer is not None
-    await read_form(request, page.settings)
     users.revoke_token(page.session, page.viewer, token_id)
     return page.redirect(f"/users/{quote(page.viewer.name)}#tokens")

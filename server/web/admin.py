@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
 
@@ -21,7 +21,7 @@ from server.problems import validation
 from server.submissions import service as submissions
 from server.users import service as users
 from server.web.page import AdminPage, Page
-from server.web.sessions import read_form
+from server.web.sessions import PostedForm
 
 router = APIRouter(prefix="/admin", include_in_schema=False)
 
@@ -56,44 +56,37 @@ def admin_problems(page: AdminPage) -> HTMLResponse:
 
 
 @router.post("/problems", response_class=HTMLResponse)
-async def upload_problem(request: Request, page: AdminPage) -> HTMLResponse:
+def upload_problem(page: AdminPage, form: PostedForm) -> HTMLResponse:
     """The same unpacking and loading as ``POST /api/v1/problems``."""
     assert page.viewer is not None
-    form = await read_form(request, page.settings)
     upload = form.get("archive")
     name = str(form.get("name") or "").strip() or None
     leaderboard = str(form.get("leaderboard") or problems.CARRY_OVER)
     try:
         if not isinstance(upload, UploadFile) or not upload.filename:
             raise BadRequest("choose a .zip or .tar.gz of a problem folder")
-        raw = await upload.read(page.settings.max_archive_bytes + 1)
+        raw = upload.file.read(page.settings.max_archive_bytes + 1)
         problem, created = problems.add_problem_from_archive(
             page.session, page.settings, raw, upload.filename, name, page.viewer, leaderboard
         )
     except KernelJudgeError as exc:
         return render_problems(page, errors={"archive": exc.detail}, status_code=exc.status_code)
-    finally:
-        await form.close()
-    page.session.commit()  # before a worker can hear of the validation round
-    validation.enqueue(page.session, problem, page.settings)
     verb = "added" if created else f"updated to version {problem.version}"
-    state = {
+    states: dict[str, str] = {
         validation.VALIDATING: "; it goes live once validated",
         validation.INVALID: "; it is not offered on any device type here",
-    }.get(problem.status, "")
+    }
+    state = states.get(problem.status, "")
     return render_problems(page, notice=f"Problem {problem.name} {verb}{state}.")
 
 
 @router.post("/problems/{name}", response_model=None)
-async def update_problem(
-    name: str, request: Request, page: AdminPage
-) -> HTMLResponse | RedirectResponse:
+def update_problem(name: str, page: AdminPage, form: PostedForm) -> HTMLResponse | RedirectResponse:
     assert page.viewer is not None
-    form = await read_form(request, page.settings)
     try:
         deadline = parse_deadline(str(form.get("deadline") or ""))
         starts_at = parse_deadline(str(form.get("starts_at") or ""))
-        problem = problems.update_settings(
+        problems.update_settings(
             page.session,
             page.viewer,
             name,
@@ -109,19 +102,14 @@ async def update_problem(
         )
     except BadRequest as exc:
         return render_problems(page, errors={name: exc.detail}, status_code=422)
-    page.session.commit()  # before a worker can hear of a new round on new device types
-    validation.enqueue(page.session, problem, page.settings)
     return page.redirect("/admin/problems")
 
 
 @router.post("/problems/{name}/validate")
-async def validate_problem(name: str, request: Request, page: AdminPage) -> RedirectResponse:
+def validate_problem(name: str, page: AdminPage, form: PostedForm) -> RedirectResponse:
     """A new validation round for the problem's current version (audited)."""
     assert page.viewer is not None
-    await read_form(request, page.settings)  # checks the CSRF token
     problem = problems.rerun_validation(page.session, page.settings, name, page.viewer)
-    page.session.commit()  # before a worker can hear of it
-    validation.enqueue(page.session, problem, page.settings)
     return page.redirect(f"/admin/problems#p-{problem.name}")
 
 
@@ -153,16 +141,12 @@ def admin_submissions(page: AdminPage) -> HTMLResponse:
 
 
 @router.post("/submissions/{submission_id}")
-async def moderate_submission(
-    submission_id: RowId, request: Request, page: AdminPage
+def moderate_submission(
+    submission_id: RowId, page: AdminPage, form: PostedForm
 ) -> RedirectResponse:
-    form = await read_form(request, page.settings)
     action = str(form.get("action") or "")
     assert page.viewer is not None
-    submission = submissions.moderate(page.session, submission_id, action, page.viewer)
-    if action == "rerun":
-        page.session.commit()  # before a worker can hear of it
-        submissions.enqueue(submission, page.settings)
+    submissions.moderate(page.session, submission_id, action, page.viewer)
     return page.redirect(f"/admin/submissions#s{submission_id}")
 
 
@@ -172,9 +156,8 @@ def admin_users(page: AdminPage) -> HTMLResponse:
 
 
 @router.post("/users/{user_id}")
-async def moderate_user(user_id: RowId, request: Request, page: AdminPage) -> RedirectResponse:
+def moderate_user(user_id: RowId, page: AdminPage, form: PostedForm) -> RedirectResponse:
     assert page.viewer is not None
-    form = await read_form(request, page.settings)
     users.moderate_user(page.session, page.viewer, user_id, str(form.get("action") or ""))
     return page.redirect(f"/admin/users#u{user_id}")
 

@@ -3,28 +3,57 @@ a submission grade."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
 from starlette.datastructures import UploadFile
 
+from grader.problem import Problem as GraderProblem
 from grader.problem import problem_from_files
+from grader.report import Mode, Status
 from server.deps import RowId
-from server.errors import Conflict, Forbidden, KernelJudgeError, NotFound, TooManyRequests
+from server.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    KernelJudgeError,
+    NotFound,
+    TooManyRequests,
+)
 from server.leaderboards import service as leaderboards
+from server.leaderboards.cache import Lru
 from server.models import Problem, Submission
 from server.problems import service as problems
+from server.submissions import disclosure
 from server.submissions import repository as submissions_repository
 from server.submissions import service as submissions
 from server.web.charts import best_score_chart
-from server.web.page import Page, PageDep, SignedInPage, duration
-from server.web.sessions import read_form
+from server.web.page import (
+    Page,
+    PageDep,
+    SignedInPage,
+    duration,
+    render_markdown,
+    templates,
+)
+from server.web.sessions import PostedForm
 
 router = APIRouter(include_in_schema=False)
 
-LIVE_STATUSES = ("queued", "running")
+LIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+# The problem page shows the top of its leaderboard; the leaderboard page, this many.
+PROBLEM_PAGE_ENTRIES = 10
+LEADERBOARD_PAGE_ENTRIES = 1000
+
+# Problems' folders as read, by name and content digest; their descriptions as HTML.
+_loaded: Lru[GraderProblem] = Lru(64)
+_descriptions: Lru[Markup] = Lru(64)
+# Leaderboards' table rows as HTML (1,000 rows are about 700 kB).
+_rows: Lru[Markup] = Lru(64)
 
 
 @router.get("/", response_class=HTMLResponse)
@@ -35,7 +64,7 @@ def home(page: PageDep) -> HTMLResponse:
         offered = problems.gpu_types_for(problem, page.settings)
         leader = None
         if offered:
-            top = leaderboards.entries(page.session, problem, offered[0])
+            top = leaderboards.standings(page.session, problem, offered[0]).page(0, 1)
             leader = top[0] if top else None
         rows.append(
             {
@@ -58,46 +87,76 @@ def summary_line(description: str) -> str:
 
 
 def leaderboard_context(
-    page: Page, problem: Problem, gpu: str | None, version: int | None = None
+    page: Page,
+    problem: Problem,
+    gpu: str | None,
+    version: int | None = None,
+    *,
+    shown: int,
+    chart: bool,
 ) -> dict[str, Any]:
+    """The top ``shown`` entries of a board, the viewer's own entry wherever it is, and the
+    chart of records when asked for; all from the precomputed tables."""
     gpu_type = leaderboards.choose_gpu(problem, page.settings, gpu)
-    records = leaderboards.records(page.session, problem, gpu_type, version)
+    standings = leaderboards.standings(page.session, problem, gpu_type, version)
+    records = leaderboards.records(page.session, problem, gpu_type, version) if chart else []
     return {
         "gpu": gpu_type,
         "gpus": problems.gpu_types_for(problem, page.settings),
-        "entries": leaderboards.entries(page.session, problem, gpu_type, version),
+        "entries": standings.page(0, shown),
+        "rows": leaderboard_rows(standings, shown),
+        "total": standings.total,
+        "you": standings.entry_of(page.viewer),
         "chart": best_score_chart(records, datetime.now(UTC), duration),
         "version": version,
-        "archived_versions": [
-            v
-            for v in leaderboards.ranked_versions(page.session, problem)
-            if v < problem.leaderboard_from_version
-        ],
     }
+
+
+def leaderboard_rows(standings: leaderboards.Standings, shown: int) -> Markup:
+    """The table rows of the top ``shown`` entries, rendered once per board revision: they
+    are most of a leaderboard's rendering, and the same for every viewer."""
+
+    def render() -> Markup:
+        template = templates.get_template("_leaderboard_rows.html")
+        return Markup(template.render(entries=standings.page(0, shown), gpu=standings.key.gpu_type))
+
+    return _rows.get_or_make((standings.key, shown), render)
+
+
+def loaded_problem(problem: Problem) -> GraderProblem:
+    """The problem's folder read as the grader reads it; kept per content, since reading it
+    (YAML and all) costs more than the rest of the problem page."""
+    return _loaded.get_or_make(
+        (problem.name, problem.files_sha256),
+        lambda: problem_from_files(problem.name, problem.files),
+    )
 
 
 @router.get("/problems/{name}", response_class=HTMLResponse)
 def problem_page(
     name: str, page: PageDep, gpu: str | None = Query(default=None, max_length=32)
 ) -> HTMLResponse:
-    problem = problems.get_visible_problem(page.session, name, page.viewer)
-    loaded = problem_from_files(problem.name, problem.files)
+    problem = leaderboards.readable_problem(page.session, name, page.viewer)
+    loaded = loaded_problem(problem)
     return page.render(
         "problem.html",
         problem=problem,
+        description=_descriptions.get_or_make(
+            problem.description, lambda: render_markdown(problem.description)
+        ),
         loaded=loaded,
         task_types=problem.files.get("task.py"),
         template_code=loaded.submission_template,
         closed=problems.deadline_passed(problem),
         started=problems.started(problem),
-        **leaderboard_context(page, problem, gpu),
+        **leaderboard_context(page, problem, gpu, shown=PROBLEM_PAGE_ENTRIES, chart=False),
     )
 
 
 @router.get("/problems/{name}/template")
 def problem_template(name: str, page: PageDep) -> Response:
     problem = problems.get_visible_problem(page.session, name, page.viewer)
-    template = problem_from_files(problem.name, problem.files).submission_template
+    template = loaded_problem(problem).submission_template
     if not template:
         raise NotFound(f"problem {name!r} has no submission template")
     return Response(
@@ -114,9 +173,14 @@ def leaderboard_page(
     gpu: str | None = Query(default=None, max_length=32),
     version: int | None = Query(default=None, ge=1),
 ) -> HTMLResponse:
-    problem = problems.get_visible_problem(page.session, name, page.viewer)
+    problem = leaderboards.readable_problem(page.session, name, page.viewer)
     return page.render(
-        "leaderboard.html", problem=problem, **leaderboard_context(page, problem, gpu, version)
+        "leaderboard.html",
+        problem=problem,
+        archived_versions=leaderboards.archived_versions(page.session, problem),
+        **leaderboard_context(
+            page, problem, gpu, version, shown=LEADERBOARD_PAGE_ENTRIES, chart=True
+        ),
     )
 
 
@@ -141,29 +205,32 @@ def render_submit(
         modes=submissions.MODES,
         values=values,
         errors=errors,
+        # A fresh one each time the form is shown: the same form posted twice is one
+        # submission; a form shown again (after an error) is a new attempt.
+        idempotency_key=uuid.uuid4().hex,
     )
 
 
 @router.post("/submit", response_model=None)
-async def submit(request: Request, page: SignedInPage) -> HTMLResponse | RedirectResponse:
-    """The REST API's validation, step by step, so each error lands next to its field."""
+def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectResponse:
+    """The REST API's validation, step by step, so each error lands next to its field. The
+    form carries an idempotency key of its own, so posting it twice (a double click, a
+    reload) makes one submission."""
     assert page.viewer is not None
-    form = await read_form(request, page.settings)
     values = {key: str(form.get(key) or "") for key in ("problem", "mode", "gpu", "code")}
+    key = str(form.get("idempotency_key") or "")[:200] or None
     errors: dict[str, str] = {}
     code = values["code"]
     upload = form.get("file")
     try:
         if isinstance(upload, UploadFile) and upload.filename:
             code = submissions.decode_code(
-                await upload.read(page.settings.max_code_bytes + 1), page.settings
+                upload.file.read(page.settings.max_code_bytes + 1), page.settings
             )
         else:
             submissions.validate_code(code, page.settings)
     except KernelJudgeError as exc:
         errors["code"] = exc.detail
-    finally:
-        await form.close()
     problem = None
     try:
         problem = problems.get_visible_problem(page.session, values["problem"], page.viewer)
@@ -173,7 +240,7 @@ async def submit(request: Request, page: SignedInPage) -> HTMLResponse | Redirec
         errors["mode"] = f"choose one of {', '.join(submissions.MODES)}"
     elif (
         problem is not None
-        and values["mode"] == "leaderboard"
+        and values["mode"] == Mode.LEADERBOARD
         and (problems.deadline_passed(problem))
     ):
         errors["mode"] = "the competition has closed; test and benchmark runs are still open"
@@ -184,7 +251,7 @@ async def submit(request: Request, page: SignedInPage) -> HTMLResponse | Redirec
             errors["gpu"] = exc.detail
     if not errors:
         try:
-            submission = submissions.create_submission(
+            submission, _ = submissions.create_submission(
                 page.session,
                 page.settings,
                 page.viewer,
@@ -192,8 +259,9 @@ async def submit(request: Request, page: SignedInPage) -> HTMLResponse | Redirec
                 code=code,
                 mode=values["mode"],
                 gpu=values["gpu"] or None,
+                idempotency_key=key,
             )
-        except (Forbidden, Conflict) as exc:
+        except (Forbidden, Conflict, BadRequest) as exc:
             errors["form"] = exc.detail
         except TooManyRequests as exc:
             values["code"] = code
@@ -203,8 +271,6 @@ async def submit(request: Request, page: SignedInPage) -> HTMLResponse | Redirec
     if errors:
         values["code"] = code
         return render_submit(page, values, errors, status_code=422)
-    page.session.commit()  # before a worker can hear of it
-    submissions.enqueue(submission, page.settings)
     return page.redirect(f"/submissions/{submission.id}")
 
 
@@ -213,11 +279,11 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
     return {
         "submission": submission,
         "report": report,
-        "cases": report.get("cases", []),
+        "shown": disclosure.disclose(page.viewer, submission),
         "live": submission.status in LIVE_STATUSES,
         "queue_position": (
             submissions_repository.queue_position(page.session, submission)
-            if submission.status == "queued"
+            if submission.status == Status.QUEUED
             else None
         ),
         "show_code": submissions.can_see_code(page.viewer, submission),

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 import secrets
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Annotated
 
-from fastapi import Request
+from fastapi import Depends, Request
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server.errors import BadRequest, Forbidden
-from server.settings import Settings
+from server.settings import Settings, get_settings
 
 SECRET_KEY_FILE = "secret_key"
 SESSION_COOKIE = "kj_session"
@@ -108,6 +110,22 @@ async def read_form(request: Request, settings: Settings) -> FormData:
     ):
         raise CsrfFailed("this form has expired or did not come from this site; reload the page")
     return form
+
+
+async def posted_form(
+    request: Request, settings: Annotated[Settings, Depends(get_settings)]
+) -> AsyncIterator[FormData]:
+    """The posted form as a dependency: read on the event loop, so that the page handler
+    can be a plain function whose database work (and password hashing) runs in the thread
+    pool; its uploaded files are closed after the response."""
+    form = await read_form(request, settings)
+    try:
+        yield form
+    finally:
+        await form.close()
+
+
+PostedForm = Annotated[FormData, Depends(posted_form)]
 
 
 def sign_in(request: Request, user_id: int) -> None:

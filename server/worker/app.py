@@ -1,5 +1,6 @@
 """The Celery app: one queue per device type for gradings and problem validations, and a
-``results`` queue served next to the API, where reports are written to the database."""
+``results`` queue served next to the API, where reports are written to the database. Jobs
+are sent by name (`server.worker.jobs`), so nothing that sends one imports a task."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def make_celery(settings: Settings) -> Celery:
         transport_options["unacked_restore_interval"] = settings.restore_interval_s
         transport_options["unacked_restore_throttle"] = 1
     app.conf.update(
-        imports=["server.submissions.tasks", "server.problems.tasks"],
+        imports=["server.worker.gpu", "server.worker.recorders"],
         task_serializer="json",
         accept_content=["json"],
         # Reports go to our own tables through the results step, never to a result backend.
@@ -43,6 +44,9 @@ def make_celery(settings: Settings) -> Celery:
         worker_cancel_long_running_tasks_on_connection_loss=False,
         broker_transport_options=transport_options,
         broker_connection_retry_on_startup=True,
+        # A send after a commit must not hold a request for long when the broker is down:
+        # the outbox's sweeper sends it again.
+        broker_connection_timeout=2,
         task_create_missing_queues=True,
         worker_hijack_root_logger=False,
         worker_redirect_stdouts=False,

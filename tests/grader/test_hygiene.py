@@ -59,11 +59,6 @@ def test_without_nvidia_smi_there_is_nothing_to_check(
     assert gpu_state() is None and wait_until_clean((500,), 0) == ""
 
 
-def test_the_baseline_travels_through_the_environment() -> None:
-    state = GpuState(memory_used_mib=(512, 0), compute_pids=())
-    assert GpuState.baseline_from_env(state.to_env()) == (512, 0)
-
-
 def test_only_this_workers_gpus_are_asked_about(
     smi_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

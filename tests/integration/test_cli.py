@@ -79,7 +79,7 @@ def test_user_add_and_problem_add(tmp_path: Path) -> None:
     assert added.returncode == 0, added.stderr
     assert "'my-sum' is at version 1" in added.stdout
     # Not live until a worker (started by `serve`) has validated it.
-    assert "status: validating; validation sent to the cpu queue(s)" in added.stdout
+    assert "status: validating; validation queued for the cpu queue(s)" in added.stdout
     sideways = run(
         "problem", "add", str(REPO_ROOT / "problems" / "vectorsum"), "--leaderboard", "sideways",
         env=env,

@@ -11,9 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from server.db import session_scope
-from server.models import Submission, utcnow
+from server.leaderboards import upkeep
+from server.models import OutboxMessage, Submission, utcnow
 from server.problems import repository, validation
 from server.settings import get_settings
 from server.users.service import authenticate
@@ -69,6 +71,7 @@ def ranked(token: str, problem_name: str, score: float) -> int:
         )
         session.add(submission)
         session.flush()
+        upkeep.submission_changed(session, submission)
         return submission.id
 
 
@@ -117,10 +120,17 @@ async def test_an_upload_is_closed_until_its_validation_is_recorded_clean(
 
 
 def sent_times(name: str) -> list[Any]:
+    """When each validation of the current round was sent, and how often."""
     with session_scope() as session:
         problem = repository.get_problem(session, name)
         assert problem is not None
-        return [row.sent_at for row in validation.current_round(session, problem)]
+        ids = [row.id for row in validation.current_round(session, problem)]
+        jobs = session.scalars(
+            select(OutboxMessage).where(
+                OutboxMessage.job == "validate", OutboxMessage.subject_id.in_(ids)
+            )
+        ).all()
+        return [(job.sent_at, job.sends) for job in jobs]
 
 
 async def test_uploading_the_same_problem_again_does_not_send_its_round_twice(
@@ -130,7 +140,7 @@ async def test_uploading_the_same_problem_again_does_not_send_its_round_twice(
     raw = problem_zip("twice")
     await upload(client, admin, raw, "p.zip")
     first = sent_times("twice")
-    assert len(first) == 1 and first[0] is not None
+    assert len(first) == 1 and first[0][0] is not None and first[0][1] == 1
     again = await upload(client, admin, raw, "p.zip")
     assert again.status_code == 201 and again.json()["status"] == "validating"
     assert sent_times("twice") == first

@@ -7,6 +7,8 @@ from sqlalchemy import select
 from server.db import session_scope
 from server.models import Problem, Run, Submission, User
 from server.submissions import service
+from server.submissions.schemas import GradingReport
+from server.worker import recorders
 from tests.server.conftest import Account
 
 REPORT = {
@@ -57,10 +59,10 @@ def test_duplicate_reports_are_recorded_once(alice: Account) -> None:
     with session_scope() as db:
         service.mark_running(db, sid, "host:1")
     with session_scope() as db:
-        assert service.record_report(db, sid, REPORT, "host:1") is True
+        assert service.record_report(db, sid, GradingReport.model_validate(REPORT), "host:1")
     second = {**REPORT, "status": "failed", "score": None, "message": "different"}
     with session_scope() as db:
-        assert service.record_report(db, sid, second, "host:2") is False
+        assert not service.record_report(db, sid, GradingReport.model_validate(second), "host:2")
         service.mark_running(db, sid, "host:3")  # a late "started" must not reopen it
     with session_scope() as db:
         stored = db.get(Submission, sid)
@@ -75,20 +77,31 @@ def test_duplicate_reports_are_recorded_once(alice: Account) -> None:
         assert [(r.kind, r.median_s, r.samples) for r in runs] == [("benchmark", 0.002, 12)]
 
 
+def record(sid: int, report: dict[str, object]) -> None:
+    """As the results step records what a worker sent."""
+    recorders.record_report({"submission_id": sid, "worker": "host:1", "report": report})
+
+
 def test_invalid_status_from_a_worker_becomes_error(alice: Account) -> None:
     sid = new_submission(alice)
-    with session_scope() as db:
-        service.record_report(db, sid, {**REPORT, "status": "awesome"}, "host:1")
+    record(sid, {**REPORT, "status": "awesome"})
     with session_scope() as db:
         stored = db.get(Submission, sid)
         assert stored is not None and stored.status == "error" and stored.score is None
-        assert "invalid status" in stored.message
+        assert "invalid report" in stored.message and "status" in stored.message
+
+
+def test_a_report_that_is_still_running_is_no_verdict(alice: Account) -> None:
+    sid = new_submission(alice)
+    record(sid, {**REPORT, "status": "running"})
+    with session_scope() as db:
+        stored = db.get(Submission, sid)
+        assert stored is not None and stored.status == "error"
 
 
 def test_score_only_kept_for_passed(alice: Account) -> None:
     sid = new_submission(alice)
-    with session_scope() as db:
-        service.record_report(db, sid, {**REPORT, "status": "failed"}, "host:1")
+    record(sid, {**REPORT, "status": "failed"})
     with session_scope() as db:
         stored = db.get(Submission, sid)
         assert stored is not None and stored.status == "failed" and stored.score is None

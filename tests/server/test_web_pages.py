@@ -3,6 +3,7 @@ the submit form's errors, API tokens, error pages and safe problem text."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import httpx
@@ -12,12 +13,13 @@ from sqlalchemy import select
 from grader.problem import load_problem
 from server.app import create_app
 from server.db import session_scope
+from server.leaderboards import upkeep
 from server.models import Problem, Submission, utcnow
 from server.problems.service import upsert_problem
 from server.submissions.service import TERMINAL
 from server.users.repository import get_user_by_name
 from server.users.service import authenticate
-from tests.server.web_client import HTML, log_in, make_user, post_form
+from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form
 
 pytestmark = pytest.mark.anyio
 
@@ -76,6 +78,7 @@ def graded(
         )
         session.add(submission)
         session.flush()
+        upkeep.submission_changed(session, submission)
         return submission.id
 
 
@@ -111,7 +114,12 @@ async def test_code_is_for_its_author_until_the_organizers_publish_it(
     await post_form(browser, "/logout", {}, from_page="/")
     await log_in(browser, author)
     own = await browser.get(f"/submissions/{sid}", headers=HTML)
-    assert "marker-secret-sauce" in own.text and "stdout-secret-sauce" in own.text
+    assert "marker-secret-sauce" in own.text
+    # A ranked run's output stays the organizers' (it could carry the ranked inputs).
+    assert "stdout-secret-sauce" not in own.text and "withheld" in own.text
+
+    tested = graded(token, "privacy", "debugging", mode="test")
+    assert "stdout-debugging" in (await browser.get(f"/submissions/{tested}", headers=HTML)).text
 
 
 async def test_code_public_after_a_deadline_that_has_not_come(
@@ -353,3 +361,27 @@ async def test_every_page_renders(browser: httpx.AsyncClient) -> None:
     assert "attachment" in template.headers["content-disposition"]
     board = await browser.get("/leaderboards/rendered", headers=HTML)
     assert "<svg" in board.text and "50.0%" in board.text
+
+
+async def test_posting_the_submit_form_twice_makes_one_submission(
+    browser: httpx.AsyncClient,
+) -> None:
+    """A double click, or the browser sending the form again, is the same submission."""
+    name, _ = make_user()
+    await log_in(browser, name)
+    shown = await browser.get("/submit", headers=HTML)
+    key = re.search(r'name="idempotency_key" value="([0-9a-f]+)"', shown.text)
+    assert key, "the form carries no idempotency key"
+    fields = {
+        "csrf_token": csrf_from(shown),
+        "idempotency_key": key.group(1),
+        "problem": "vectoradd",
+        "mode": "test",
+        "code": CODE.format("twice"),
+    }
+    first = await browser.post("/submit", data=fields, headers=HTML)
+    again = await browser.post("/submit", data=fields, headers=HTML)
+    assert first.status_code == again.status_code == 303
+    assert first.headers["location"] == again.headers["location"]
+    another = await browser.get("/submit", headers=HTML)
+    assert key.group(1) not in another.text  # a new form is a new submission

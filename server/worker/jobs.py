@@ -1,0 +1,184 @@
+"""Where jobs leave the service: the outbox. A service asks for a job with `enqueue`, which
+writes a row in its own transaction, so the job exists exactly when the change that needs
+it does; the row is sent by name to the broker once that transaction commits, and the
+sweeper sends it again while its result is not recorded and the broker holds no copy of it
+(a send that failed, a broker that restarted without its data, a report that never came).
+A job may so run twice; its result is recorded once."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Sequence
+from datetime import timedelta
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import delete, event, select, update
+from sqlalchemy.orm import Session
+
+from server.db import session_scope
+from server.models import OutboxMessage, utcnow
+from server.settings import Settings, get_settings
+from server.worker import broker, payloads
+from server.worker.app import celery_app
+
+log = logging.getLogger(__name__)
+
+
+class Job(StrEnum):
+    GRADE = "grade"  # subject: a submission
+    VALIDATE = "validate"  # subject: a problem validation (one version, one device type)
+
+
+TASKS = {Job.GRADE: "kerneljudge.grade", Job.VALIDATE: "kerneljudge.validate_problem"}
+# session.info key: the outbox rows this session wrote, to send once it commits.
+PENDING = "kj_outbox_pending"
+SWEEP_BATCH = 500
+KEEP_DONE = timedelta(days=7)
+
+
+def enqueue(session: Session, job: Job, subject_id: int, queue: str) -> None:
+    """Ask for a job in the caller's transaction; it is sent when that commits."""
+    row = OutboxMessage(job=job.value, subject_id=subject_id, queue=queue)
+    session.add(row)
+    session.flush()
+    session.info.setdefault(PENDING, []).append(row.id)
+
+
+def done(session: Session, job: Job, subject_id: int) -> None:
+    """The job's result is recorded (in the caller's transaction): never send it again."""
+    session.execute(
+        update(OutboxMessage)
+        .where(
+            OutboxMessage.job == job.value,
+            OutboxMessage.subject_id == subject_id,
+            OutboxMessage.done_at.is_(None),
+        )
+        .values(done_at=utcnow())
+    )
+
+
+@event.listens_for(Session, "after_commit")
+def _send_after_commit(session: Session) -> None:
+    ids = session.info.pop(PENDING, None)
+    if ids:
+        send_now(ids)
+
+
+@event.listens_for(Session, "after_rollback")
+def _forget_after_rollback(session: Session) -> None:
+    session.info.pop(PENDING, None)
+
+
+def send_now(ids: Sequence[int]) -> None:
+    """Send these rows right after their commit. A failure here loses nothing: the rows
+    stay unsent and the sweeper sends them."""
+    try:
+        with session_scope() as session:
+            rows = session.scalars(
+                select(OutboxMessage).where(
+                    OutboxMessage.id.in_(ids),
+                    OutboxMessage.sent_at.is_(None),
+                    OutboxMessage.done_at.is_(None),
+                )
+            ).all()
+            for row in rows:
+                send(session, row, get_settings())
+    except Exception:
+        log.warning("jobs %s not sent now; the sweeper will send them", list(ids), exc_info=True)
+
+
+def send(session: Session, row: OutboxMessage, settings: Settings) -> bool:
+    """Send one job by name (True), or mark it done if its subject no longer needs it
+    (False). Raises the broker's error when the broker cannot be reached."""
+    job = Job(row.job)
+    if job is Job.GRADE:
+        args = payloads.grading(session, row.subject_id, settings)
+    else:
+        args = payloads.validation(session, row.subject_id, settings)
+    if args is None:
+        row.done_at = utcnow()
+        return False
+    task_id = str(uuid.uuid4())
+    celery_app.send_task(TASKS[job], args=args, queue=row.queue, task_id=task_id, retry=False)
+    row.sent_at = utcnow()
+    row.task_id = task_id
+    row.sends += 1
+    # Committed at once: a send recorded late would look lost to another sweep.
+    session.commit()
+    return True
+
+
+def sweep(session: Session, settings: Settings) -> int:
+    """One pass: send what never left; send again what the broker no longer holds. Returns
+    how many jobs were sent."""
+    now = utcnow()
+    query = (
+        select(OutboxMessage)
+        .where(OutboxMessage.done_at.is_(None))
+        .order_by(OutboxMessage.id)
+        .limit(SWEEP_BATCH)
+    )
+    if session.bind is not None and session.bind.dialect.name == "postgresql":
+        # Two sweepers (two API hosts) take different rows.
+        query = query.with_for_update(skip_locked=True)
+    rows = session.scalars(query).all()
+    unsent = [row for row in rows if row.sent_at is None]
+    settled = now - timedelta(seconds=settings.sweep_grace_s)
+    sent = [row for row in rows if row.sent_at is not None and row.sent_at < settled]
+    lost = _lost(session, sent, settings) if sent else []
+    for row in lost:
+        log.warning(
+            "job %s %s (task %s, sent %s times) is no longer held by the broker and has no "
+            "result; sending it again",
+            row.job,
+            row.subject_id,
+            row.task_id,
+            row.sends,
+        )
+    count = sum(send(session, row, settings) for row in unsent + lost)
+    session.execute(delete(OutboxMessage).where(OutboxMessage.done_at < now - KEEP_DONE))
+    return count
+
+
+def _lost(session: Session, rows: Sequence[OutboxMessage], settings: Settings) -> list[Any]:
+    """The sent rows whose job the broker holds no copy of. On the embedded broker, which
+    cannot tell a taken job from a finished one, a taken job counts as lost only once its
+    time limit has passed since it was sent."""
+    held = broker.held(settings, {row.queue for row in rows})
+    lost = []
+    now = utcnow()
+    for row in rows:
+        if row.task_id in held.task_ids:
+            continue
+        if not held.includes_taken and row.sent_at is not None:
+            limit = (
+                payloads.grading_time_limit_s(session, row.subject_id, settings)
+                if row.job == Job.GRADE
+                else settings.visibility_timeout_s
+            )
+            if row.sent_at > now - timedelta(seconds=limit + settings.sweep_grace_s):
+                continue
+        lost.append(row)
+    return lost
+
+
+def sweep_forever(settings: Settings, stop: threading.Event) -> None:
+    while not stop.wait(settings.sweep_interval_s):
+        try:
+            with session_scope() as session:
+                sweep(session, settings)
+        except Exception:
+            # The database or the broker is away; the next pass tries again.
+            log.warning("outbox sweep failed; trying again", exc_info=True)
+
+
+def start_sweeper(settings: Settings) -> threading.Event:
+    """Sweep in a background thread of this process until the returned event is set."""
+    stop = threading.Event()
+    threading.Thread(
+        target=sweep_forever, args=(settings, stop), name="kj-outbox-sweeper", daemon=True
+    ).start()
+    return stop

@@ -1,0 +1,70 @@
+"""What a worker is sent for each job, built from the database when the job is sent: the
+problem's files and the code to grade, or the problem's files and its example solutions to
+validate. Nothing of the database's beyond that (a worker holds no credentials)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from grader.problem import problem_from_files
+from grader.report import TERMINAL_STATUSES, Mode
+from server.models import Problem, ProblemValidation, Submission
+from server.settings import Settings
+
+# A validation's row waits in this status for its worker's report.
+VALIDATION_QUEUED = "queued"
+
+
+def grading(session: Session, submission_id: int, settings: Settings) -> list[Any] | None:
+    """The grade job's arguments, or None when the submission no longer needs grading."""
+    submission = session.get(Submission, submission_id)
+    if submission is None or submission.status in TERMINAL_STATUSES:
+        return None
+    return [submission.id, grading_payload(submission, settings)]
+
+
+def grading_payload(submission: Submission, settings: Settings) -> dict[str, Any]:
+    problem = submission.problem
+    limit = problem_from_files(problem.name, problem.files).timeout_for(submission.mode)
+    return {
+        "problem": problem_files(problem),
+        "code": submission.code,
+        "mode": submission.mode,
+        "secret_seed": problem.secret_seed if submission.mode == Mode.LEADERBOARD else None,
+        "timeout_s": min(limit, settings.grading_timeout_s),
+    }
+
+
+def validation(session: Session, validation_id: int, settings: Settings) -> list[Any] | None:
+    """The validate job's arguments, or None once the validation has its report."""
+    row = session.get(ProblemValidation, validation_id)
+    if row is None or row.status != VALIDATION_QUEUED:
+        return None
+    problem = session.get(Problem, row.problem_id)
+    if problem is None:
+        return None
+    loaded = problem_from_files(problem.name, problem.files)
+    payload = {
+        "problem": problem_files(problem),
+        "solutions": dict(problem.solutions or {}),
+        "timeouts": {
+            mode: min(loaded.timeout_for(mode), settings.grading_timeout_s)
+            for mode in (Mode.TEST, Mode.BENCHMARK)
+        },
+    }
+    return [row.id, payload]
+
+
+def problem_files(problem: Problem) -> dict[str, Any]:
+    return {"name": problem.name, "version": problem.version, "files": problem.files}
+
+
+def grading_time_limit_s(session: Session, submission_id: int, settings: Settings) -> float:
+    """How long a worker may take over a grading once it has it."""
+    submission = session.get(Submission, submission_id)
+    if submission is None:
+        return settings.grading_timeout_s
+    problem = problem_from_files(submission.problem.name, submission.problem.files)
+    return min(problem.timeout_for(submission.mode), settings.grading_timeout_s)

@@ -1,0 +1,51 @@
+"""The results step: tasks on the ``results`` queue, served next to the API, that write what
+workers send back. Each loads by id and calls its service in one transaction; a database
+that is away (a restart, a failover) is waited out with growing pauses, never a reason to
+drop a report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+from sqlalchemy.exc import InterfaceError, OperationalError
+
+from server.db import session_scope
+from server.problems import validation
+from server.submissions import service as submissions
+from server.submissions.schemas import GradingResult, invalid_report
+from server.worker.app import celery_app
+
+# Errors of a database that is unreachable or restarting; anything else is a bug to see.
+TRANSIENT = (OperationalError, InterfaceError)
+RETRY: dict[str, Any] = {
+    "autoretry_for": TRANSIENT,
+    "retry_backoff": 1,
+    "retry_backoff_max": 60,
+    "retry_jitter": True,
+    "max_retries": None,
+}
+
+
+@celery_app.task(name="kerneljudge.record_started", **RETRY)
+def record_started(submission_id: int, worker: str) -> None:
+    with session_scope() as session:
+        submissions.mark_running(session, submission_id, worker)
+
+
+@celery_app.task(name="kerneljudge.record_report", **RETRY)
+def record_report(result: dict[str, Any]) -> None:
+    try:
+        graded = GradingResult.model_validate(result)
+    except ValidationError as exc:
+        graded = invalid_report(result, exc)
+    with session_scope() as session:
+        submissions.record_report(session, graded.submission_id, graded.report, graded.worker)
+
+
+@celery_app.task(name="kerneljudge.record_validation", **RETRY)
+def record_validation(result: dict[str, Any]) -> None:
+    with session_scope() as session:
+        validation.record(
+            session, int(result["validation_id"]), dict(result["report"]), str(result["worker"])
+        )

@@ -1,0 +1,178 @@
+"""The outbox: a job exists exactly when the change that needs it commits, is sent then,
+and is sent again by the sweeper while its result is missing and the broker holds no copy.
+In this process: SQLite and the embedded broker (messages really sent; no worker here)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import httpx
+import pytest
+from sqlalchemy import select, update
+
+from server.db import session_scope
+from server.models import OutboxMessage, Submission, utcnow
+from server.settings import get_settings
+from server.submissions import service
+from server.submissions.schemas import GradingReport
+from server.users.service import authenticate
+from server.worker import broker, jobs
+from tests.server.conftest import Account
+
+pytestmark = pytest.mark.anyio
+
+HONEST = """
+import torch
+def custom_kernel(data):
+    a, b, out = data
+    return torch.add(a, b, out=out)
+"""
+
+
+async def submit(client: httpx.AsyncClient, account: Account, **extra: str) -> httpx.Response:
+    body = {"problem": "vectoradd", "code": HONEST, "mode": "test", **extra}
+    return await client.post("/api/v1/submissions", json=body, headers=account.headers)
+
+
+def outbox_of(submission_id: int) -> list[OutboxMessage]:
+    with session_scope() as session:
+        return list(
+            session.scalars(
+                select(OutboxMessage).where(
+                    OutboxMessage.job == jobs.Job.GRADE, OutboxMessage.subject_id == submission_id
+                )
+            )
+        )
+
+
+def held_now() -> frozenset[str]:
+    return broker.held(get_settings(), {"cpu"}).task_ids
+
+
+async def test_an_accepted_submission_is_sent_once_its_row_commits(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    response = await submit(client, alice)
+    assert response.status_code == 202, response.text
+    [job] = outbox_of(response.json()["id"])
+    assert job.sent_at is not None and job.sends == 1 and job.done_at is None
+    assert job.task_id in held_now()
+
+
+async def test_a_refused_submission_leaves_no_job(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    with session_scope() as session:
+        before = session.scalar(select(OutboxMessage.id).order_by(OutboxMessage.id.desc()))
+    refused = await submit(client, alice, gpu="h999")
+    assert refused.status_code == 422
+    with session_scope() as session:
+        after = session.scalar(select(OutboxMessage.id).order_by(OutboxMessage.id.desc()))
+    assert after == before
+
+
+async def test_the_sweeper_sends_what_never_left(client: httpx.AsyncClient, alice: Account) -> None:
+    """A send that failed after the commit (the broker was away) is made by the sweeper."""
+    sid = (await submit(client, alice)).json()["id"]
+    with session_scope() as session:
+        session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.subject_id == sid, OutboxMessage.job == jobs.Job.GRADE)
+            .values(sent_at=None, task_id=None, sends=0)
+        )
+    with session_scope() as session:
+        assert jobs.sweep(session, get_settings()) >= 1
+    [job] = outbox_of(sid)
+    assert job.sent_at is not None and job.sends == 1 and job.task_id in held_now()
+
+
+async def test_a_job_the_broker_lost_is_sent_again(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    """The embedded broker cannot tell a taken job from a finished one, so a job it does not
+    hold as waiting counts as lost once its time limit has passed since it was sent."""
+    sid = (await submit(client, alice)).json()["id"]
+    long_ago = utcnow() - timedelta(hours=2)
+    with session_scope() as session:
+        session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.subject_id == sid, OutboxMessage.job == jobs.Job.GRADE)
+            .values(task_id="a-message-the-broker-lost", sent_at=long_ago)
+        )
+    with session_scope() as session:
+        jobs.sweep(session, get_settings())
+    [job] = outbox_of(sid)
+    assert job.sends == 2 and job.task_id != "a-message-the-broker-lost"
+    assert job.task_id in held_now()
+
+
+async def test_a_job_waiting_in_the_broker_is_left_alone(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    sid = (await submit(client, alice)).json()["id"]
+    long_ago = utcnow() - timedelta(hours=2)
+    with session_scope() as session:
+        session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.subject_id == sid, OutboxMessage.job == jobs.Job.GRADE)
+            .values(sent_at=long_ago)
+        )
+    with session_scope() as session:
+        jobs.sweep(session, get_settings())
+    [job] = outbox_of(sid)
+    assert job.sends == 1
+
+
+async def test_a_recorded_report_ends_the_job(client: httpx.AsyncClient, alice: Account) -> None:
+    sid = (await submit(client, alice)).json()["id"]
+    report = GradingReport.model_validate({"status": "passed", "message": "ok"})
+    with session_scope() as session:
+        assert service.record_report(session, sid, report, "host:1")
+    [job] = outbox_of(sid)
+    assert job.done_at is not None
+    long_ago = utcnow() - timedelta(hours=2)
+    with session_scope() as session:
+        session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.id == job.id)
+            .values(sent_at=long_ago, task_id="gone")
+        )
+    with session_scope() as session:
+        jobs.sweep(session, get_settings())
+    assert outbox_of(sid)[0].sends == 1
+
+
+async def test_a_job_whose_submission_was_graded_meanwhile_is_not_sent_again(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    """A verdict recorded by another path (an earlier copy of the job) ends the job too."""
+    sid = (await submit(client, alice)).json()["id"]
+    with session_scope() as session:
+        submission = session.get(Submission, sid)
+        assert submission is not None
+        submission.status = "passed"
+        session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.subject_id == sid, OutboxMessage.job == jobs.Job.GRADE)
+            .values(sent_at=None)
+        )
+    with session_scope() as session:
+        jobs.sweep(session, get_settings())
+    [job] = outbox_of(sid)
+    assert job.done_at is not None and job.sends == 1
+
+
+async def test_a_rerun_is_a_new_job(
+    client: httpx.AsyncClient, alice: Account, admin: Account
+) -> None:
+    sid = (await submit(client, alice)).json()["id"]
+    with session_scope() as session:
+        service.record_report(
+            session, sid, GradingReport.model_validate({"status": "failed"}), "host:1"
+        )
+    with session_scope() as session:
+        service.moderate(session, sid, "rerun", authenticate(session, admin.token))
+    grades = outbox_of(sid)
+    assert len(grades) == 2
+    assert grades[0].done_at is not None
+    assert grades[1].done_at is None and grades[1].sent_at is not None
