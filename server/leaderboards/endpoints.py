@@ -6,15 +6,20 @@ import hashlib
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
+from sqlalchemy.orm import Session
 
-from server.deps import MAX_ROW_ID, OptionalUser, SessionDep, SettingsDep
+from server import anonymous
+from server.db import session_scope
+from server.deps import MAX_ROW_ID, Credentials
 from server.errors import BadRequest, NotFound, responses
 from server.leaderboards import service
 from server.leaderboards.cache import Lru
 from server.leaderboards.schemas import Leaderboard, LeaderboardEntry
 from server.leaderboards.service import Entry, Standings
-from server.models import Problem
+from server.models import Problem, User
+from server.settings import get_settings
+from server.users.service import authenticate
 
 router = APIRouter(prefix="/api/v1/leaderboards", tags=["leaderboards"])
 
@@ -66,11 +71,10 @@ _rendered: Lru[Rendered] = Lru(128)
     responses={**CACHING, **responses(BadRequest, NotFound)},
     summary="Each user's best passing leaderboard-mode score, best first",
 )
-def read_leaderboard(
+async def read_leaderboard(
     problem: str,
-    session: SessionDep,
-    settings: SettingsDep,
-    user: OptionalUser,
+    request: Request,
+    credentials: Credentials,
     if_none_match: IfNoneMatch = None,
     gpu: str | None = Query(default=None, max_length=32, description="device type"),
     version: int | None = Query(
@@ -82,13 +86,34 @@ def read_leaderboard(
     limit: int = Query(default=100, ge=1, le=MAX_LIMIT, description="entries per page"),
     offset: int = Query(default=0, ge=0, le=MAX_ROW_ID, description="entries to skip"),
 ) -> Response:
+    """Anonymous readers of a board read in the last second get that answer from memory
+    (server/anonymous.py); everyone else's goes to the database in the thread pool."""
+
+    def read() -> Response:
+        with session_scope() as session:
+            user = authenticate(session, credentials.credentials) if credentials else None
+            return answer(session, user, problem, if_none_match, gpu, version, limit, offset)
+
+    return await anonymous.serve(request, read)
+
+
+def answer(
+    session: Session,
+    user: User | None,
+    problem: str,
+    if_none_match: str | None,
+    gpu: str | None,
+    version: int | None,
+    limit: int,
+    offset: int,
+) -> Response:
     record = service.readable_problem(session, problem, user)
-    gpu_type = service.choose_gpu(record, settings, gpu)
+    gpu_type = service.choose_gpu(record, get_settings(), gpu)
     standings = service.standings(session, record, gpu_type, version)
     you = standings.entry_of(user)
     tag = etag(standings, limit, offset, you)
     headers = {"ETag": tag, "Cache-Control": "no-cache", "Vary": "Authorization"}
-    if if_none_match is not None and matches(if_none_match, tag):
+    if if_none_match is not None and anonymous.tag_matches(if_none_match, tag):
         return Response(status_code=304, headers=headers)
     page = rendered(standings, record, gpu_type, version, limit, offset)
     body = page.body
@@ -137,12 +162,3 @@ def etag(standings: Standings, limit: int, offset: int, you: Entry | None) -> st
     """A strong validator: the board's revision and query, the page, and whose entry."""
     identity = f"{standings.key.validator()}:{limit}:{offset}:{you.user_id if you else ''}"
     return f'"lb-{hashlib.sha256(identity.encode()).hexdigest()[:24]}"'
-
-
-def matches(if_none_match: str, tag: str) -> bool:
-    """RFC 9110's weak comparison, as If-None-Match asks: any listed tag, or ``*``."""
-    for candidate in if_none_match.split(","):
-        candidate = candidate.strip()
-        if candidate == "*" or candidate.removeprefix("W/") == tag:
-            return True
-    return False

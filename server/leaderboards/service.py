@@ -13,6 +13,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import Engine, event, inspect
 from sqlalchemy.orm import Session, object_session
 
+from server import anonymous
 from server.errors import BadRequest, NotFound
 from server.leaderboards import repository
 from server.leaderboards.cache import Lru
@@ -30,7 +31,7 @@ CHANGED_IN_SESSION = "leaderboards.changed"
 # leaderboard revision) before asking the database again: a change that another process
 # commits (a report the results step records, an update by the command line) shows within
 # this; one committed in this process shows at once.
-PROBLEM_TTL_S = 1.0
+PROBLEM_TTL_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -273,6 +274,7 @@ def _committed(session: Session) -> None:
     (boards are cached by revision, so they need nothing)."""
     if session.info.pop(CHANGED_IN_SESSION, False):
         _problems.clear()
+        anonymous.copies.forget()
 
 
 @event.listens_for(Session, "after_rollback")

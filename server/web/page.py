@@ -4,21 +4,23 @@ signed-in user, and a way to render a template with the layout's context."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from server.db import session_scope
 from server.deps import SessionDep, SettingsDep
 from server.errors import Forbidden, NotAuthenticated
 from server.models import User
-from server.settings import Settings
+from server.settings import Settings, get_settings
 from server.users import repository as users
 from server.web.sessions import CSRF_FIELD, csrf_token
 
@@ -82,7 +84,7 @@ class Page:
             {
                 "viewer": self.viewer,
                 "csrf_field": CSRF_FIELD,
-                "csrf_token": csrf_token(self.request),
+                "csrf_token": LazyCsrfToken(self.request),
                 "now": datetime.now(UTC),
                 **context,
             },
@@ -92,6 +94,29 @@ class Page:
     def redirect(self, url: str) -> RedirectResponse:
         """After a form: "see other", so reloading the next page does not post again."""
         return RedirectResponse(url, status_code=303)
+
+
+class LazyCsrfToken:
+    """The session's CSRF token, made only when a template writes it into a form: a page
+    with no form (an anonymous visitor's problem page) then sets no cookie, and one copy of
+    it can serve every anonymous visitor (server/anonymous.py)."""
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+
+    def __str__(self) -> str:
+        return csrf_token(self.request)
+
+    def __html__(self) -> str:
+        return str(self)
+
+
+def with_page(request: Request, render: Callable[..., Response], *args: Any) -> Response:
+    """``render(page, *args)`` with a page of its own (a database session committed when it
+    returns): for routes that do not take a PageDep, so that their fast path needs none."""
+    with session_scope() as session:
+        page = Page(request, session, get_settings(), session_user(request, session))
+        return render(page, *args)
 
 
 def session_user(request: Request, session: SessionDep) -> User | None:

@@ -7,7 +7,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 from starlette.datastructures import UploadFile
@@ -15,6 +15,7 @@ from starlette.datastructures import UploadFile
 from grader.problem import Problem as GraderProblem
 from grader.problem import problem_from_files
 from grader.report import Mode, Status
+from server import anonymous
 from server.deps import RowId
 from server.errors import (
     BadRequest,
@@ -39,6 +40,7 @@ from server.web.page import (
     duration,
     render_markdown,
     templates,
+    with_page,
 )
 from server.web.sessions import PostedForm
 
@@ -133,9 +135,14 @@ def loaded_problem(problem: Problem) -> GraderProblem:
 
 
 @router.get("/problems/{name}", response_class=HTMLResponse)
-def problem_page(
-    name: str, page: PageDep, gpu: str | None = Query(default=None, max_length=32)
-) -> HTMLResponse:
+async def problem_page(
+    name: str, request: Request, gpu: str | None = Query(default=None, max_length=32)
+) -> Response:
+    """Read by crowds during a competition: see server/anonymous.py."""
+    return await anonymous.serve(request, lambda: with_page(request, render_problem, name, gpu))
+
+
+def render_problem(page: Page, name: str, gpu: str | None) -> HTMLResponse:
     problem = leaderboards.readable_problem(page.session, name, page.viewer)
     loaded = loaded_problem(problem)
     return page.render(
@@ -167,12 +174,19 @@ def problem_template(name: str, page: PageDep) -> Response:
 
 
 @router.get("/leaderboards/{name}", response_class=HTMLResponse)
-def leaderboard_page(
+async def leaderboard_page(
     name: str,
-    page: PageDep,
+    request: Request,
     gpu: str | None = Query(default=None, max_length=32),
     version: int | None = Query(default=None, ge=1),
-) -> HTMLResponse:
+) -> Response:
+    """Read by crowds during a competition: see server/anonymous.py."""
+    return await anonymous.serve(
+        request, lambda: with_page(request, render_leaderboard, name, gpu, version)
+    )
+
+
+def render_leaderboard(page: Page, name: str, gpu: str | None, version: int | None) -> HTMLResponse:
     problem = leaderboards.readable_problem(page.session, name, page.viewer)
     return page.render(
         "leaderboard.html",

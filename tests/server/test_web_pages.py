@@ -385,3 +385,18 @@ async def test_posting_the_submit_form_twice_makes_one_submission(
     assert first.headers["location"] == again.headers["location"]
     another = await browser.get("/submit", headers=HTML)
     assert key.group(1) not in another.text  # a new form is a new submission
+
+
+async def test_a_copy_kept_for_anonymous_readers_is_never_shown_to_a_signed_in_one(
+    browser: httpx.AsyncClient, client: httpx.AsyncClient
+) -> None:
+    new_problem("crowded")
+    name, _ = make_user()
+    anonymous = await client.get("/problems/crowded", headers=HTML)
+    assert anonymous.status_code == 200
+    assert "set-cookie" not in anonymous.headers  # nothing per visitor in it
+    assert (await client.get("/problems/crowded", headers=HTML)).text == anonymous.text
+    await log_in(browser, name)
+    signed_in = await browser.get("/problems/crowded", headers=HTML)
+    assert f">{name}</a>" in signed_in.text and "Log out" in signed_in.text
+    assert f">{name}</a>" not in anonymous.text
