@@ -15,6 +15,12 @@
 #   bash bench/h200_session.sh recheck    # A: sort_py (large inputs) through REST, the
 #                                         #    corpus's CUDA cases; B: the service demo,
 #                                         #    every problem with the harness's own clock
+#   bash bench/h200_session.sh worker     # one stream: the service demo through the outbox and
+#                                         #    the worker package on CUDA, the persisting-L2
+#                                         #    measurement three times over, the CUDA cases
+#   bash bench/h200_session.sh repeat     # one stream: the persisting-L2 measurement again,
+#                                         #    vectoradd graded 6 times in leaderboard mode,
+#                                         #    each with inputs of its own (the nonce)
 #   bash bench/h200_session.sh ranked     # A: a persisting-L2 window against the flush
 #                                         #    (bench/l2_persisting.py: honest medians with
 #                                         #    the reset off and on too), the corpus's CUDA
@@ -189,6 +195,26 @@ ranked_b() {  # ranked inputs that never repeat, graded in this host's sandbox
     -p no:cacheprovider tests/hostile/test_ranked_inputs.py
 }
 
+worker_stream() {
+  service_demo
+  step 200 "persisting-L2 window against the flush, each median of three" \
+    python3 bench/l2_persisting.py --repeats 3 --out "$out/l2_persisting.json"
+  cuda_corpus
+}
+
+repeat_stream() {
+  step 200 "persisting-L2 window against the flush, each median of three" \
+    python3 bench/l2_persisting.py --repeats 3 --out "$out/l2_persisting.json"
+  step 420 "vectoradd graded ${RUNS:-6} times in leaderboard mode, fresh processes" \
+    python3 bench/repeatability.py runs vectoradd pytorch --runs "${RUNS:-6}" \
+    --mode leaderboard --out "$out/repeat_leaderboard.json"
+}
+
+one_stream() {  # one_stream NAME: a single stream, on this host's first GPU
+  CUDA_VISIBLE_DEVICES=0 "$1" >"$out/a.log" 2>&1
+  echo "---- stream"; grep -v '"GET /api' "$out/a.log" | tail -c 9000
+}
+
 case "$what" in
   validate) run_streams validate_a validate_b ;;
   outside) run_streams outside_a outside_b ;;
@@ -196,5 +222,7 @@ case "$what" in
   again) run_streams again_a again_b ;;
   recheck) run_streams recheck_a recheck_b ;;
   ranked) run_streams ranked_a ranked_b ;;
+  worker) one_stream worker_stream ;;
+  repeat) one_stream repeat_stream ;;
   *) echo "unknown: $what"; exit 2 ;;
 esac

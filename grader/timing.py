@@ -39,27 +39,38 @@ COOL_DOWN_MIN_S = 0.0
 WARMUP_COOL_DOWN_S = 0.02
 
 
-# Before each timed call on CUDA the lines of L2's persisting carve-out are made normal
-# again, so the flush evicts them too: a submission that sets an access-policy window over
-# its inputs cannot keep them in L2 from one timed call to the next (bench/l2_persisting.py
-# measures what that would gain). bench/l2_persisting.py turns it off to measure.
+# Before each timed call on CUDA, if the context has a persisting-L2 carve-out, its lines are
+# made normal again and the carve-out taken away, so the flush evicts them too: a submission
+# that sets an access-policy window over its inputs cannot keep them in L2 from one timed
+# call to the next. A context without a carve-out (every honest one) is left alone: the
+# reset itself made an 8 MiB-input add 1.7% slower on an H200 (bench/l2_persisting.py,
+# which turns this off to measure).
 RESET_PERSISTING_L2 = True
+CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 0x06
 
 
 class _PersistingL2:
-    """cuCtxResetPersistingL2Cache through the driver (torch does not expose it); a driver
-    without it, or a failure, leaves the reset out."""
+    """The driver's persisting-L2 controls (torch does not expose them); a driver without
+    them, or a failure, leaves the reset out."""
 
     def __init__(self) -> None:
-        self._reset: Any = None
         try:
-            self._reset = ctypes.CDLL("libcuda.so.1").cuCtxResetPersistingL2Cache
+            driver = ctypes.CDLL("libcuda.so.1")
+            self._get_limit: Any = driver.cuCtxGetLimit
+            self._set_limit: Any = driver.cuCtxSetLimit
+            self._reset: Any = driver.cuCtxResetPersistingL2Cache
         except (OSError, AttributeError):
             self._reset = None
 
     def reset(self) -> None:
-        if self._reset is not None:
+        if self._reset is None:
+            return
+        carve_out = ctypes.c_size_t(0)
+        if self._get_limit(ctypes.byref(carve_out), CU_LIMIT_PERSISTING_L2_CACHE_SIZE) != 0:
+            return
+        if carve_out.value:
             self._reset()
+            self._set_limit(CU_LIMIT_PERSISTING_L2_CACHE_SIZE, ctypes.c_size_t(0))
 
 
 def cool_down_s(sample_s: float) -> float:
