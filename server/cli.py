@@ -43,7 +43,10 @@ def prepare_database() -> None:
 
 def worker_argv(queues: list[str], *, grading: bool, concurrency: int) -> list[str]:
     name = f"kj-{'-'.join(queues)}-{os.getpid()}@%h"
+    # No gossip, mingle or heartbeat events: workers share nothing but the queues, and
+    # those events only add broker traffic (and errors in the log at a broker's restart).
     argv = ["worker", "--queues", ",".join(queues), "-n", name, "--loglevel", "INFO"]
+    argv += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
     if grading:
         # Each grading gets a fresh process: no CUDA context or memory carries over.
         argv += [

@@ -1,28 +1,40 @@
 """What the broker holds: the ids of the jobs waiting in its queues and, on Redis, of those a
-worker has taken and not yet acknowledged. The outbox's sweeper sends a job again when the
-broker holds no copy of it (Redis restarted without its data, say)."""
+worker has taken and not yet acknowledged, and the subjects whose report is on its way to
+be recorded. The outbox's sweeper sends a job again only when the broker holds neither
+(Redis restarted without its data, say)."""
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import redis
 from sqlalchemy import create_engine, text
 
 from server.settings import Settings
+from server.worker.app import RESULTS_QUEUE
 
 # kombu's Redis transport: a queue's messages are lists named after it (one per priority
 # step but the first, with this separator), and taken but unacknowledged ones a hash.
 PRIORITY_SEPARATOR = "\x06\x16"
 PRIORITY_STEPS = (3, 6, 9)
 UNACKED_KEY = "unacked"
+# The results step's tasks and which key of their one argument names the job's subject.
+REPORT_SUBJECTS = {
+    "kerneljudge.record_report": ("grade", "submission_id"),
+    "kerneljudge.record_validation": ("validate", "validation_id"),
+}
 
 
 @dataclass(frozen=True)
 class Held:
     task_ids: frozenset[str]
+    # (job, subject id) of the reports waiting to be recorded or being recorded: a job
+    # whose report is here is finished, not lost, though the broker holds no copy of it.
+    reports: frozenset[tuple[str, int]]
     # Whether jobs a worker has taken are among them. Where not (the embedded broker), a
     # job that is not waiting may still be running, and only its time limit says it is lost.
     includes_taken: bool
@@ -31,8 +43,14 @@ class Held:
 def held(settings: Settings, queues: Iterable[str]) -> Held:
     """Raises the client's error when the broker cannot be reached."""
     if settings.broker_is_embedded:
-        return Held(_embedded_waiting(settings), includes_taken=False)
-    return Held(_redis_held(settings.broker_url, set(queues)), includes_taken=True)
+        messages = _embedded_waiting(settings)
+        includes_taken = False
+    else:
+        messages = _redis_messages(settings.broker_url, {*queues, RESULTS_QUEUE})
+        includes_taken = True
+    task_ids = frozenset(task_id for m in messages if (task_id := _task_id(m)))
+    reports = frozenset(subject for m in messages if (subject := _report_subject(m)))
+    return Held(task_ids, reports, includes_taken)
 
 
 def unreachable(settings: Settings) -> str:
@@ -53,34 +71,60 @@ def unreachable(settings: Settings) -> str:
     return ""
 
 
-def _task_id(message: str | bytes) -> str | None:
+def _message(raw: str | bytes) -> dict[str, Any] | None:
     try:
-        decoded = json.loads(message)
+        decoded = json.loads(raw)
     except (TypeError, ValueError):
         return None
     if isinstance(decoded, list) and decoded:  # the unacked hash: [message, exchange, key]
         decoded = decoded[0]
-    headers = decoded.get("headers") if isinstance(decoded, dict) else None
+    return decoded if isinstance(decoded, dict) else None
+
+
+def _task_id(raw: str | bytes) -> str | None:
+    message = _message(raw)
+    headers = message.get("headers") if message else None
     task_id = headers.get("id") if isinstance(headers, dict) else None
     return str(task_id) if task_id else None
 
 
-def _redis_held(url: str, queues: set[str]) -> frozenset[str]:
+def _report_subject(raw: str | bytes) -> tuple[str, int] | None:
+    """(job, subject id) when the message is a report for the results step."""
+    message = _message(raw)
+    headers = message.get("headers") if message else None
+    if not message or not isinstance(headers, dict) or headers.get("task") not in REPORT_SUBJECTS:
+        return None
+    job, key = REPORT_SUBJECTS[headers["task"]]
+    try:
+        body = message.get("body", "")
+        if message.get("properties", {}).get("body_encoding") == "base64":
+            body = base64.b64decode(body)
+        args = json.loads(body)[0]
+        return job, int(args[0][key])
+    except (TypeError, ValueError, KeyError, IndexError):
+        return None
+
+
+def _redis_messages(url: str, queues: set[str]) -> list[bytes | str]:
+    """Every message in the queues' lists and in the unacked hash, read in one transaction:
+    a message moving from one to the other (taken, or acknowledged after its report went
+    out) is seen in exactly one place."""
     client = redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=5)
     try:
-        keys = [q for q in queues] + [
+        keys = [*queues] + [
             f"{q}{PRIORITY_SEPARATOR}{step}" for q in queues for step in PRIORITY_STEPS
         ]
-        messages: list[bytes | str] = []
+        pipe = client.pipeline(transaction=True)
         for key in keys:
-            messages += client.lrange(key, 0, -1)
-        messages += list(client.hvals(UNACKED_KEY))
+            pipe.lrange(key, 0, -1)
+        pipe.hvals(UNACKED_KEY)
+        found: list[list[bytes | str]] = pipe.execute()
     finally:
         client.close()
-    return frozenset(task_id for m in messages if (task_id := _task_id(m)))
+    return [message for messages in found for message in messages]
 
 
-def _embedded_waiting(settings: Settings) -> frozenset[str]:
+def _embedded_waiting(settings: Settings) -> list[bytes | str]:
     """kombu's SQLAlchemy transport keeps each message as a row, visible until taken."""
     url = settings.resolved_broker_url.removeprefix("sqla+")
     engine = create_engine(url)
@@ -91,10 +135,10 @@ def _embedded_waiting(settings: Settings) -> frozenset[str]:
                 {"name": "kombu_message"},
             ).all()
             if not tables:
-                return frozenset()
+                return []
             rows = connection.execute(
                 text("SELECT payload FROM kombu_message WHERE visible = 1")
             ).scalars()
-            return frozenset(task_id for payload in rows if (task_id := _task_id(payload)))
+            return [str(payload) for payload in rows]
     finally:
         engine.dispose()

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import delete, event, select, update
+from sqlalchemy import Select, delete, event, select, update
 from sqlalchemy.orm import Session
 
 from server.db import session_scope
@@ -37,6 +38,9 @@ TASKS = {Job.GRADE: "kerneljudge.grade", Job.VALIDATE: "kerneljudge.validate_pro
 PENDING = "kj_outbox_pending"
 SWEEP_BATCH = 500
 KEEP_DONE = timedelta(days=7)
+# After a send right after a commit fails, how long requests leave their jobs to the sweeper.
+BROKER_AWAY_S = 5.0
+_broker_away_until = 0.0
 
 
 def enqueue(session: Session, job: Job, subject_id: int, queue: str) -> None:
@@ -74,20 +78,33 @@ def _forget_after_rollback(session: Session) -> None:
 
 def send_now(ids: Sequence[int]) -> None:
     """Send these rows right after their commit. A failure here loses nothing: the rows
-    stay unsent and the sweeper sends them."""
+    stay unsent and the sweeper sends them. After a failure the broker is taken to be away
+    for a few seconds, and the requests meanwhile leave their jobs to the sweeper instead of
+    each waiting for the broker's connection timeout."""
+    global _broker_away_until
+    if time.monotonic() < _broker_away_until:
+        return
     try:
         with session_scope() as session:
-            rows = session.scalars(
-                select(OutboxMessage).where(
-                    OutboxMessage.id.in_(ids),
-                    OutboxMessage.sent_at.is_(None),
-                    OutboxMessage.done_at.is_(None),
-                )
-            ).all()
-            for row in rows:
+            query = select(OutboxMessage).where(
+                OutboxMessage.id.in_(ids),
+                OutboxMessage.sent_at.is_(None),
+                OutboxMessage.done_at.is_(None),
+            )
+            for row in session.scalars(locked(session, query)).all():
                 send(session, row, get_settings())
     except Exception:
+        _broker_away_until = time.monotonic() + BROKER_AWAY_S
         log.warning("jobs %s not sent now; the sweeper will send them", list(ids), exc_info=True)
+
+
+def locked(session: Session, query: Select[Any]) -> Select[Any]:
+    """The rows for this transaction alone: on PostgreSQL two senders (the sweepers of two
+    API hosts, a sweeper and a request) skip each other's rows instead of both sending them;
+    SQLite has one writer at a time anyway."""
+    if session.bind is not None and session.bind.dialect.name == "postgresql":
+        return query.with_for_update(skip_locked=True)
+    return query
 
 
 def send(session: Session, row: OutboxMessage, settings: Settings) -> bool:
@@ -105,9 +122,7 @@ def send(session: Session, row: OutboxMessage, settings: Settings) -> bool:
     celery_app.send_task(TASKS[job], args=args, queue=row.queue, task_id=task_id, retry=False)
     row.sent_at = utcnow()
     row.task_id = task_id
-    row.sends += 1
-    # Committed at once: a send recorded late would look lost to another sweep.
-    session.commit()
+    row.sends = OutboxMessage.sends + 1
     return True
 
 
@@ -115,16 +130,14 @@ def sweep(session: Session, settings: Settings) -> int:
     """One pass: send what never left; send again what the broker no longer holds. Returns
     how many jobs were sent."""
     now = utcnow()
+    # The rows stay locked until the caller commits the pass, sends included.
     query = (
         select(OutboxMessage)
         .where(OutboxMessage.done_at.is_(None))
         .order_by(OutboxMessage.id)
         .limit(SWEEP_BATCH)
     )
-    if session.bind is not None and session.bind.dialect.name == "postgresql":
-        # Two sweepers (two API hosts) take different rows.
-        query = query.with_for_update(skip_locked=True)
-    rows = session.scalars(query).all()
+    rows = session.scalars(locked(session, query)).all()
     unsent = [row for row in rows if row.sent_at is None]
     settled = now - timedelta(seconds=settings.sweep_grace_s)
     sent = [row for row in rows if row.sent_at is not None and row.sent_at < settled]
@@ -144,14 +157,16 @@ def sweep(session: Session, settings: Settings) -> int:
 
 
 def _lost(session: Session, rows: Sequence[OutboxMessage], settings: Settings) -> list[Any]:
-    """The sent rows whose job the broker holds no copy of. On the embedded broker, which
-    cannot tell a taken job from a finished one, a taken job counts as lost only once its
-    time limit has passed since it was sent."""
+    """The sent rows whose job the broker holds no copy of, neither the job nor its report
+    on the way to being recorded (a worker hands its report over before the job is
+    acknowledged, and one snapshot of the broker sees one or the other). On the embedded
+    broker, which cannot tell a taken job from a finished one, a taken job counts as lost
+    only once its time limit has passed since it was sent."""
     held = broker.held(settings, {row.queue for row in rows})
     lost = []
     now = utcnow()
     for row in rows:
-        if row.task_id in held.task_ids:
+        if row.task_id in held.task_ids or (row.job, row.subject_id) in held.reports:
             continue
         if not held.includes_taken and row.sent_at is not None:
             limit = (
