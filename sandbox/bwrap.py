@@ -1,8 +1,8 @@
 """What a sandboxed process may see, and the bubblewrap command line that builds it: new
-user, pid, network, mount, ipc, uts and cgroup namespaces; an empty root holding only the
-read-only paths it is given (never `/` or `/etc` whole: a user namespace made by root maps
-the sandbox user back to root outside); private tmpfs folders; a fresh /proc; a minimal
-/dev plus the GPU nodes named; non-root, no capabilities, no new user namespaces."""
+user, pid, network, mount, ipc, uts and cgroup namespaces; an empty, read-only root holding
+only the read-only paths it is given (never `/` or `/etc` whole: a user namespace made by
+root maps the sandbox user back to root outside); private tmpfs folders; a fresh /proc; a
+minimal /dev plus the GPU nodes named; non-root, no capabilities, no new user namespaces."""
 
 from __future__ import annotations
 
@@ -184,6 +184,10 @@ class Isolation:
             args += ["--ro-bind", source, target]
         for node in self.devices:
             args += ["--dev-bind", node, node]
+        # The root is bubblewrap's own tmpfs, unsized and writable until made read-only:
+        # without this a submission could make folders of its own anywhere (/var/tmp, a
+        # PATH entry the host has but the sandbox does not) and fill memory there.
+        args += ["--remount-ro", "/"]
         args += ["--chdir", self.cwd]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
