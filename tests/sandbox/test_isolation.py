@@ -122,7 +122,8 @@ def test_the_root_is_read_only_and_tmp_is_private(tmp_path: Path) -> None:
     first = _python(script, tmp_path)
     assert first.returncode == 0, first.stderr
     lines = first.stdout.splitlines()
-    assert lines[:6] == ["refused 30", "refused 30", "False", "refused 30", "refused 30", "refused 30"]
+    assert lines[:3] == ["refused 30", "refused 30", "False"]
+    assert lines[3:6] == ["refused 30"] * 3
     # Nothing written inside reached the host or the next sandbox.
     assert not (Path("/tmp") / marker).exists()
     second = _python(script, tmp_path)
