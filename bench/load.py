@@ -189,11 +189,14 @@ def service_env(database_url: str, broker_url: str, data_dir: Path) -> dict[str,
 
 
 @contextmanager
-def serving(env: dict[str, str], port: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def serving(
+    env: dict[str, str], port: int, log: Path, workers: int = 1
+) -> Iterator[subprocess.Popen[bytes]]:
     """`kerneljudge serve` (the API and the results worker) until the block ends."""
+    argv = ["serve", "--port", str(port), "--workers", str(workers)]
     with log.open("ab") as out:
         serve = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "server.cli", *argv],
             env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:
@@ -272,10 +275,13 @@ def descendants(pid: int) -> list[int]:
 
 
 def memory(pid: int) -> dict[str, Any]:
-    """Resident memory of the API process, and of each process it started (the results
-    worker), by command line."""
+    """Resident memory of the API (serve's process, and with --api-workers the processes
+    uvicorn spawns for them), and of each other process it started (the results worker),
+    by command line."""
     children = {command_line(child): rss_kib(child) for child in descendants(pid)}
-    return {"api_kib": rss_kib(pid), "children_kib": children}
+    api = rss_kib(pid) + sum(k for line, k in children.items() if "multiprocessing" in line)
+    others = {line: k for line, k in children.items() if "multiprocessing" not in line}
+    return {"api_kib": api, "children_kib": others}
 
 
 def command_line(pid: int) -> str:
@@ -524,6 +530,9 @@ def parse_args() -> argparse.Namespace:
         help=f"comma-separated, of: {', '.join(PHASES)}",
     )
     parser.add_argument("--port", type=int, help="serve's port on 127.0.0.1; default: a free one")
+    parser.add_argument(
+        "--api-workers", type=int, default=1, help="serve's --workers (API processes)"
+    )
     parser.add_argument("--keep", action="store_true", help="leave PostgreSQL and Redis running")
     parser.add_argument("--out", type=Path, help="write the results here as JSON")
     args = parser.parse_args()
@@ -568,7 +577,7 @@ def drive(
 ) -> dict[str, Any]:
     """serve, probed once idle, then every load in turn; returns what each showed."""
     log, port = folder / "serve.log", args.port or free_port()
-    with serving(env, port, log) as serve:
+    with serving(env, port, log, args.api_workers) as serve:
         target = Target(serve, f"http://127.0.0.1:{port}", log, engine, postgres_pid, folder)
         idle = probe(target.base)
         print("idle:", idle)

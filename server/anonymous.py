@@ -1,13 +1,18 @@
 """Short-lived copies of what anonymous readers are sent (a leaderboard, a problem page), so a
 crowd reading the same board is answered from memory on the event loop, without a thread
-hand-off or a database query. A copy lives ``TTL_S``, and is made from a problem read at
-most ``leaderboards.service.PROBLEM_TTL_S`` before: a change recorded by another process
-(a report, by the results worker) shows within a second (a change this process makes
-shows at once, see ``forget``). A signed-in reader, or any request with a token, always
-takes the full path."""
+hand-off or a database query. A copy is served as it is for ``FRESH_S``; until ``STALE_S``
+it is still served while one request makes the next in the background, so no reader waits
+for the database; after that a reader waits for a new one (one request makes it, the others
+wait for it). Copies are made from a problem read at most
+``leaderboards.service.PROBLEM_TTL_S`` before: a change recorded by another process (a
+report, by the results worker) shows within a second; a change this process makes shows at
+once (see ``forget``). A signed-in reader, or any request with a token, always takes the
+full path."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -17,7 +22,10 @@ from dataclasses import dataclass
 from fastapi import Request, Response
 from starlette.concurrency import run_in_threadpool
 
-TTL_S = 0.5
+log = logging.getLogger(__name__)
+
+FRESH_S = 0.25
+STALE_S = 0.75
 MAX_COPIES = 512
 # Headers a copy keeps; anything per-visitor (a cookie) makes a response unfit to share.
 KEPT_HEADERS = ("content-type", "etag", "cache-control", "vary")
@@ -28,7 +36,10 @@ class Copy:
     status_code: int
     body: bytes
     headers: dict[str, str]
-    until: float
+    made: float
+
+    def age(self) -> float:
+        return time.monotonic() - self.made
 
     def response(self, if_none_match: str | None) -> Response:
         tag = self.headers.get("etag")
@@ -43,10 +54,11 @@ class Copies:
         self._copies: OrderedDict[Hashable, Copy] = OrderedDict()
         self._lock = threading.Lock()
 
-    def fresh(self, key: Hashable) -> Copy | None:
+    def usable(self, key: Hashable) -> Copy | None:
+        """The copy under ``key`` if it is younger than STALE_S."""
         with self._lock:
             held = self._copies.get(key)
-        return held if held is not None and held.until > time.monotonic() else None
+        return held if held is not None and held.age() < STALE_S else None
 
     def keep(self, key: Hashable, response: Response) -> None:
         headers = {k.lower(): v for k, v in response.headers.items()}
@@ -56,7 +68,7 @@ class Copies:
             200,
             bytes(response.body),
             {k: v for k, v in headers.items() if k in KEPT_HEADERS},
-            time.monotonic() + TTL_S,
+            time.monotonic(),
         )
         with self._lock:
             self._copies[key] = copy
@@ -70,6 +82,10 @@ class Copies:
 
 
 copies = Copies()
+# The copies being made now, on this process's event loop, by URL, and the tasks making them
+# in the background (held so that they are not collected before they end).
+_making: dict[Hashable, asyncio.Event] = {}
+_background: set[asyncio.Task[None]] = set()
 
 
 def is_anonymous(request: Request) -> bool:
@@ -81,16 +97,45 @@ def is_anonymous(request: Request) -> bool:
 
 
 async def serve(request: Request, make: Callable[[], Response]) -> Response:
-    """An anonymous reader's fresh copy of this URL, else ``make()`` in the thread pool (and
-    its answer kept for the next anonymous reader)."""
-    anonymous = is_anonymous(request)
+    """An anonymous reader's copy of this URL, else ``make()`` in the thread pool (and its
+    answer kept for the next anonymous reader)."""
+    if not is_anonymous(request):
+        return await run_in_threadpool(make)
     key = (request.url.path, request.url.query, request.headers.get("accept", ""))
-    if anonymous and (held := copies.fresh(key)) is not None:
-        return held.response(request.headers.get("if-none-match"))
-    response = await run_in_threadpool(make)
-    if anonymous:
+    if_none_match = request.headers.get("if-none-match")
+    held = copies.usable(key)
+    if held is not None:
+        if held.age() >= FRESH_S and key not in _making:
+            _background.add(task := asyncio.get_running_loop().create_task(_refresh(key, make)))
+            task.add_done_callback(_background.discard)
+        return held.response(if_none_match)
+    making = _making.get(key)
+    if making is not None:
+        await making.wait()
+        if (held := copies.usable(key)) is not None:
+            return held.response(if_none_match)
+        return await run_in_threadpool(make)
+    return await _make_copy(key, make)
+
+
+async def _refresh(key: Hashable, make: Callable[[], Response]) -> None:
+    """A new copy while the old one is still served; a failure (the database away) leaves
+    the old one to run out, and the next reader after that asks again."""
+    try:
+        await _make_copy(key, make)
+    except Exception:
+        log.info("a copy of %s was not made again", key, exc_info=True)
+
+
+async def _make_copy(key: Hashable, make: Callable[[], Response]) -> Response:
+    _making[key] = done = asyncio.Event()
+    try:
+        response = await run_in_threadpool(make)
         copies.keep(key, response)
-    return response
+        return response
+    finally:
+        del _making[key]
+        done.set()
 
 
 def tag_matches(if_none_match: str, tag: str) -> bool:

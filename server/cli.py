@@ -139,12 +139,14 @@ def gpu_baseline() -> tuple[int, ...] | None:
 def serve(
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
+    workers: Annotated[
+        int, typer.Option(min=1, help="API processes (one per core the API may use)")
+    ] = 1,
 ) -> None:
     """Serve the API and pages; also record results, and with the embedded broker grade on
     this host, so one machine is a complete install."""
     import uvicorn
 
-    from server.app import create_app
     from server.settings import get_settings
     from server.worker.app import RESULTS_QUEUE
 
@@ -155,7 +157,15 @@ def serve(
     if settings.broker_is_embedded:
         children.append(start_child(command))
     try:
-        uvicorn.run(create_app(), host=host, port=port, log_level="info")
+        uvicorn.run(
+            "server.app:create_app",
+            factory=True,
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="info",
+            access_log=settings.access_log,
+        )
     finally:
         # Reached on Ctrl-C; on SIGTERM uvicorn re-raises the signal and this process ends
         # at once, and the children's parent-death signal stops them instead.

@@ -181,6 +181,8 @@ class Submission(Base):
     __tablename__ = "submissions"
     __table_args__ = (
         Index("ix_submissions_leaderboard", "problem_id", "gpu_type", "mode", "status"),
+        # A queued submission's place in its device type's queue, asked at every poll.
+        Index("ix_submissions_queue", "gpu_type", "status", "id"),
         # A client's retry with the same Idempotency-Key finds the submission it made.
         UniqueConstraint("user_id", "idempotency_key"),
     )

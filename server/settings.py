@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     # a send it leaves a job alone (a message in flight is not in the broker's lists yet).
     sweep_interval_s: float = Field(default=10.0, gt=0)
     sweep_grace_s: float = Field(default=30.0, ge=0)
+    # One log line per request from the API; off by default, since at a crowd's rate the
+    # line costs more than the request (a reverse proxy in front usually logs them anyway).
+    access_log: bool = False
     # How long a process waits for the database before answering 503.
     database_connect_timeout_s: int = Field(default=5, ge=1)
     sandbox_memory_gib: float = Field(

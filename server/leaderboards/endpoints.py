@@ -10,11 +10,11 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from sqlalchemy.orm import Session
 
 from server import anonymous
+from server.cache import Lru
 from server.db import session_scope
 from server.deps import MAX_ROW_ID, Credentials
 from server.errors import BadRequest, NotFound, responses
 from server.leaderboards import service
-from server.leaderboards.cache import Lru
 from server.leaderboards.schemas import Leaderboard, LeaderboardEntry
 from server.leaderboards.service import Entry, Standings
 from server.models import Problem, User

@@ -438,3 +438,37 @@ def insert_records(session: Session, problem_id: int | None, board: Board | None
             ).where(or_(history.c.best_before.is_(None), history.c.score < history.c.best_before)),
         )
     )
+
+
+# The columns that say whether a problem read earlier still stands: everything but its
+# files, example solutions and description, which change only with its files' digest or
+# its update time.
+_STAMP = (
+    Problem.id,
+    Problem.version,
+    Problem.files_sha256,
+    Problem.updated_at,
+    Problem.status,
+    Problem.is_public,
+    Problem.starts_at,
+    Problem.deadline,
+    Problem.code_public_after_deadline,
+    Problem.leaderboard_from_version,
+    Problem.leaderboard_revision,
+    Problem.validation_attempt,
+    Problem.gpu_types,
+)
+
+
+def problem_stamp(session: Session, name: str) -> tuple[Any, ...] | None:
+    row = session.execute(select(*_STAMP).where(Problem.name == name)).first()
+    return None if row is None else stamp_values(tuple(row))
+
+
+def stamp_of(problem: Problem) -> tuple[Any, ...]:
+    return stamp_values(tuple(getattr(problem, column.key) for column in _STAMP))
+
+
+def stamp_values(values: tuple[Any, ...]) -> tuple[Any, ...]:
+    """Hashable and comparable: the JSON list of device types as a tuple."""
+    return tuple(tuple(v) if isinstance(v, list) else v for v in values)

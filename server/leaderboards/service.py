@@ -14,9 +14,9 @@ from sqlalchemy import Engine, event, inspect
 from sqlalchemy.orm import Session, object_session
 
 from server import anonymous
+from server.cache import Lru
 from server.errors import BadRequest, NotFound
 from server.leaderboards import repository
-from server.leaderboards.cache import Lru
 from server.leaderboards.repository import Versions
 from server.models import Problem, User
 from server.problems import service as problems
@@ -31,7 +31,7 @@ CHANGED_IN_SESSION = "leaderboards.changed"
 # leaderboard revision) before asking the database again: a change that another process
 # commits (a report the results step records, an update by the command line) shows within
 # this; one committed in this process shows at once.
-PROBLEM_TTL_S = 0.5
+PROBLEM_TTL_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,7 @@ class Standings:
 class HeldProblem:
     problem: Problem  # a copy in no session, shared by the request threads: read only
     until: float  # time.monotonic()
+    stamp: tuple[Any, ...]  # its small columns as read (see repository.problem_stamp)
 
 
 # Boards read recently, a few hundred at most (a board of 10,000 entries is about 2 MB).
@@ -111,12 +112,22 @@ _problems: Lru[HeldProblem] = Lru(256)
 def readable_problem(session: Session, name: str, viewer: User | None) -> Problem:
     """``problems.get_visible_problem`` for showing a problem with its leaderboard, where a
     read is mostly this: the problem as read at most ``PROBLEM_TTL_S`` ago (a copy in no
-    session), its visibility checked again for this viewer. A hit costs no query at all."""
+    session), its visibility checked again for this viewer. A hit costs no query at all;
+    after ``PROBLEM_TTL_S`` one small query tells whether the copy still stands, and only a
+    problem that changed is read again whole (its files are most of it)."""
     key = (session.get_bind().engine, name)
     held = _problems.get(key)
-    if held is None or held.until < time.monotonic() or session.info.get(CHANGED_IN_SESSION):
+    now = time.monotonic()
+    changed_here = session.info.get(CHANGED_IN_SESSION)
+    if held is not None and held.until < now and not changed_here:
+        still = repository.problem_stamp(session, name) == held.stamp
+        held = HeldProblem(held.problem, now + PROBLEM_TTL_S, held.stamp) if still else None
+        if held is not None:
+            _problems.put(key, held)
+    if held is None or held.until < now or session.info.get(CHANGED_IN_SESSION):
         problem = problems.get_visible_problem(session, name, viewer)
-        _problems.put(key, HeldProblem(copy_of(problem), time.monotonic() + PROBLEM_TTL_S))
+        stamp = repository.stamp_of(problem)
+        _problems.put(key, HeldProblem(copy_of(problem), now + PROBLEM_TTL_S, stamp))
         return problem
     if not (problems.is_admin(viewer) or problems.shown_to_everyone(held.problem)):
         raise NotFound(f"no problem named {name!r}")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter, File, Form, UploadFile
 
-from grader.problem import problem_from_files
 from server.deps import AdminUser, OptionalUser, SessionDep, SettingsDep
 from server.errors import BadRequest, Forbidden, NotAuthenticated, NotFound, PayloadTooLarge
 from server.errors import responses as error_responses
 from server.models import Problem
+from server.problems.loaded import loaded
 from server.problems import repository, service, validation
 from server.problems.schemas import DeviceValidation, ProblemOut, ProblemSummary, ValidationOut
 from server.settings import Settings
@@ -31,13 +31,13 @@ def summary(problem: Problem, settings: Settings) -> ProblemSummary:
 
 
 def detail(problem: Problem, settings: Settings) -> ProblemOut:
-    loaded = problem_from_files(problem.name, problem.files)
+    read = loaded(problem)
     return ProblemOut(
         **summary(problem, settings).model_dump(),
         description=problem.description,
-        tests=loaded.tests,
-        benchmarks=loaded.benchmarks,
-        template=loaded.submission_template or None,
+        tests=read.tests,
+        benchmarks=read.benchmarks,
+        template=read.submission_template or None,
     )
 
 

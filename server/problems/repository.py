@@ -5,13 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from server.models import Problem, ProblemValidation
 
 
-def get_problem(session: Session, name: str, *, for_update: bool = False) -> Problem | None:
+def get_problem(
+    session: Session, name: str, *, for_update: bool = False, light: bool = False
+) -> Problem | None:
+    """``light``: without its files, example solutions and description (read on first use),
+    which a submission's intake does not need."""
     query = select(Problem).where(Problem.name == name)
+    if light:
+        query = query.options(defer(Problem.files), defer(Problem.solutions))
+        query = query.options(defer(Problem.description))
     if for_update:
         query = query.with_for_update()
     return session.scalar(query)

@@ -210,7 +210,7 @@ def get_problem_to_submit(session: Session, name: str, user: User) -> Problem:
     """The problem a submission is for. Competitors get 404 for a hidden problem or one that
     has not started, and 409 for one that is not live (its current version is being
     validated or failed validation); admins may try a problem before it starts."""
-    problem = repository.get_problem(session, name)
+    problem = repository.get_problem(session, name, light=True)
     if problem is None or not (is_admin(user) or (problem.is_public and started(problem))):
         raise NotFound(f"no problem named {name!r}")
     if problem.status != LIVE:

@@ -13,9 +13,9 @@ from markupsafe import Markup
 from starlette.datastructures import UploadFile
 
 from grader.problem import Problem as GraderProblem
-from grader.problem import problem_from_files
 from grader.report import Mode, Status
 from server import anonymous
+from server.cache import Lru
 from server.deps import RowId
 from server.errors import (
     BadRequest,
@@ -26,9 +26,9 @@ from server.errors import (
     TooManyRequests,
 )
 from server.leaderboards import service as leaderboards
-from server.leaderboards.cache import Lru
 from server.models import Problem, Submission
 from server.problems import service as problems
+from server.problems.loaded import loaded
 from server.submissions import disclosure
 from server.submissions import repository as submissions_repository
 from server.submissions import service as submissions
@@ -52,7 +52,6 @@ PROBLEM_PAGE_ENTRIES = 10
 LEADERBOARD_PAGE_ENTRIES = 1000
 
 # Problems' folders as read, by name and content digest; their descriptions as HTML.
-_loaded: Lru[GraderProblem] = Lru(64)
 _descriptions: Lru[Markup] = Lru(64)
 # Leaderboards' table rows as HTML (1,000 rows are about 700 kB).
 _rows: Lru[Markup] = Lru(64)
@@ -126,12 +125,7 @@ def leaderboard_rows(standings: leaderboards.Standings, shown: int) -> Markup:
 
 
 def loaded_problem(problem: Problem) -> GraderProblem:
-    """The problem's folder read as the grader reads it; kept per content, since reading it
-    (YAML and all) costs more than the rest of the problem page."""
-    return _loaded.get_or_make(
-        (problem.name, problem.files_sha256),
-        lambda: problem_from_files(problem.name, problem.files),
-    )
+    return loaded(problem)
 
 
 @router.get("/problems/{name}", response_class=HTMLResponse)

@@ -8,6 +8,7 @@ A job may so run twice; its result is recorded once."""
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 import uuid
@@ -41,6 +42,11 @@ KEEP_DONE = timedelta(days=7)
 # After a send right after a commit fails, how long requests leave their jobs to the sweeper.
 BROKER_AWAY_S = 5.0
 _broker_away_until = 0.0
+# Outbox rows committed in this process and not sent yet, for the sender thread.
+_to_send: queue.SimpleQueue[int] = queue.SimpleQueue()
+_sender_started = threading.Lock()
+_sender: threading.Thread | None = None
+SEND_BATCH = 200
 
 
 def enqueue(session: Session, job: Job, subject_id: int, queue: str) -> None:
@@ -68,7 +74,11 @@ def done(session: Session, job: Job, subject_id: int) -> None:
 def _send_after_commit(session: Session) -> None:
     ids = session.info.pop(PENDING, None)
     if ids:
-        send_now(ids)
+        # On a thread of its own: the request that committed answers at once, a broker that
+        # is slow or away never holds it, and under load one pass sends many jobs.
+        for row_id in ids:
+            _to_send.put(row_id)
+        _start_sender()
 
 
 @event.listens_for(Session, "after_rollback")
@@ -76,11 +86,30 @@ def _forget_after_rollback(session: Session) -> None:
     session.info.pop(PENDING, None)
 
 
+def _start_sender() -> None:
+    global _sender
+    with _sender_started:
+        if _sender is None or not _sender.is_alive():
+            _sender = threading.Thread(target=_send_forever, name="kj-outbox-send", daemon=True)
+            _sender.start()
+
+
+def _send_forever() -> None:
+    while True:
+        ids = [_to_send.get()]
+        while len(ids) < SEND_BATCH:
+            try:
+                ids.append(_to_send.get_nowait())
+            except queue.Empty:
+                break
+        send_now(ids)
+
+
 def send_now(ids: Sequence[int]) -> None:
     """Send these rows right after their commit. A failure here loses nothing: the rows
     stay unsent and the sweeper sends them. After a failure the broker is taken to be away
-    for a few seconds, and the requests meanwhile leave their jobs to the sweeper instead of
-    each waiting for the broker's connection timeout."""
+    for a few seconds, and the sends meanwhile are left to the sweeper instead of each
+    waiting for the broker's connection timeout."""
     global _broker_away_until
     if time.monotonic() < _broker_away_until:
         return
@@ -91,8 +120,7 @@ def send_now(ids: Sequence[int]) -> None:
                 OutboxMessage.sent_at.is_(None),
                 OutboxMessage.done_at.is_(None),
             )
-            for row in session.scalars(locked(session, query)).all():
-                send(session, row, get_settings())
+            send_all(session, session.scalars(locked(session, query)).all(), get_settings())
     except Exception:
         _broker_away_until = time.monotonic() + BROKER_AWAY_S
         log.warning("jobs %s not sent now; the sweeper will send them", list(ids), exc_info=True)
@@ -107,7 +135,17 @@ def locked(session: Session, query: Select[Any]) -> Select[Any]:
     return query
 
 
-def send(session: Session, row: OutboxMessage, settings: Settings) -> bool:
+def send_all(session: Session, rows: Sequence[OutboxMessage], settings: Settings) -> int:
+    """Send these jobs through one connection to the broker, their subjects read in one
+    query; returns how many were sent (the rest were done already)."""
+    if not rows:
+        return 0
+    payloads.preload(session, [row.subject_id for row in rows if row.job == Job.GRADE])
+    with celery_app.producer_or_acquire() as producer:
+        return sum(send(session, row, settings, producer) for row in rows)
+
+
+def send(session: Session, row: OutboxMessage, settings: Settings, producer: Any = None) -> bool:
     """Send one job by name (True), or mark it done if its subject no longer needs it
     (False). Raises the broker's error when the broker cannot be reached."""
     job = Job(row.job)
@@ -119,7 +157,9 @@ def send(session: Session, row: OutboxMessage, settings: Settings) -> bool:
         row.done_at = utcnow()
         return False
     task_id = str(uuid.uuid4())
-    celery_app.send_task(TASKS[job], args=args, queue=row.queue, task_id=task_id, retry=False)
+    celery_app.send_task(
+        TASKS[job], args=args, queue=row.queue, task_id=task_id, retry=False, producer=producer
+    )
     row.sent_at = utcnow()
     row.task_id = task_id
     row.sends = OutboxMessage.sends + 1
@@ -151,7 +191,7 @@ def sweep(session: Session, settings: Settings) -> int:
             row.task_id,
             row.sends,
         )
-    count = sum(send(session, row, settings) for row in unsent + lost)
+    count = send_all(session, unsent + lost, settings)
     session.execute(delete(OutboxMessage).where(OutboxMessage.done_at < now - KEEP_DONE))
     return count
 

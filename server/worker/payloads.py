@@ -6,15 +6,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.orm import Session
+from sqlalchemy import select
+from sqlalchemy.orm import Session, selectinload
 
-from grader.problem import problem_from_files
 from grader.report import TERMINAL_STATUSES, Mode
 from server.models import Problem, ProblemValidation, Submission
+from server.problems.loaded import loaded
 from server.settings import Settings
 
 # A validation's row waits in this status for its worker's report.
 VALIDATION_QUEUED = "queued"
+
+
+def preload(session: Session, submission_ids: list[int]) -> None:
+    """Read these submissions, and their problems once each (a problem's files are most of
+    what is read), so that `grading` finds them in the session."""
+    if submission_ids:
+        session.scalars(
+            select(Submission)
+            .options(selectinload(Submission.problem))
+            .where(Submission.id.in_(submission_ids))
+        ).all()
 
 
 def grading(session: Session, submission_id: int, settings: Settings) -> list[Any] | None:
@@ -27,7 +39,7 @@ def grading(session: Session, submission_id: int, settings: Settings) -> list[An
 
 def grading_payload(submission: Submission, settings: Settings) -> dict[str, Any]:
     problem = submission.problem
-    limit = problem_from_files(problem.name, problem.files).timeout_for(submission.mode)
+    limit = loaded(problem).timeout_for(submission.mode)
     return {
         "problem": problem_files(problem),
         "code": submission.code,
@@ -45,12 +57,12 @@ def validation(session: Session, validation_id: int, settings: Settings) -> list
     problem = session.get(Problem, row.problem_id)
     if problem is None:
         return None
-    loaded = problem_from_files(problem.name, problem.files)
+    read = loaded(problem)
     payload = {
         "problem": problem_files(problem),
         "solutions": dict(problem.solutions or {}),
         "timeouts": {
-            mode: min(loaded.timeout_for(mode), settings.grading_timeout_s)
+            mode: min(read.timeout_for(mode), settings.grading_timeout_s)
             for mode in (Mode.TEST, Mode.BENCHMARK)
         },
     }
@@ -66,5 +78,4 @@ def grading_time_limit_s(session: Session, submission_id: int, settings: Setting
     submission = session.get(Submission, submission_id)
     if submission is None:
         return settings.grading_timeout_s
-    problem = problem_from_files(submission.problem.name, submission.problem.files)
-    return min(problem.timeout_for(submission.mode), settings.grading_timeout_s)
+    return min(loaded(submission.problem).timeout_for(submission.mode), settings.grading_timeout_s)

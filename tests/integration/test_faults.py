@@ -46,7 +46,7 @@ OUTAGE_S = 10.0
 SWEEP_INTERVAL_S = float(FAULT_SETTINGS["sweep_interval_s"])
 SWEEP_GRACE_S = float(FAULT_SETTINGS["sweep_grace_s"])
 # How long a page may be answered from memory after the database went away.
-ANONYMOUS_COPY_S = anonymous.TTL_S + PROBLEM_TTL_S
+ANONYMOUS_COPY_S = anonymous.STALE_S + PROBLEM_TTL_S
 RECEIVED = re.compile(r"Task kerneljudge\.grade\[[^]]+\] received")
 
 

@@ -207,7 +207,8 @@ async def test_another_process_s_change_shows_within_a_second(
     """The API trusts what it read of a problem for ``PROBLEM_TTL_S``; a change committed
     by another process (written here without this process's sessions) shows after it."""
     monkeypatch.setattr(service, "PROBLEM_TTL_S", 0.15)
-    monkeypatch.setattr(anonymous, "TTL_S", 0.15)
+    monkeypatch.setattr(anonymous, "FRESH_S", 0.05)
+    monkeypatch.setattr(anonymous, "STALE_S", 0.1)
     competitors = five_competitors("elsewhere")
     url = "/api/v1/leaderboards/elsewhere"
     assert (await client.get(url)).json()["total"] == 5

@@ -4,6 +4,7 @@ In this process: SQLite and the embedded broker (messages really sent; no worker
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 
 import httpx
@@ -49,12 +50,23 @@ def held_now() -> frozenset[str]:
     return broker.held(get_settings(), {"cpu"}).task_ids
 
 
+def sent_job(submission_id: int) -> OutboxMessage:
+    """The submission's job once the sender thread has sent it (it sends right after the
+    commit, on a thread of its own)."""
+    deadline = time.monotonic() + 10
+    while True:
+        [job] = outbox_of(submission_id)
+        if job.sent_at is not None or time.monotonic() > deadline:
+            return job
+        time.sleep(0.02)
+
+
 async def test_an_accepted_submission_is_sent_once_its_row_commits(
     client: httpx.AsyncClient, alice: Account
 ) -> None:
     response = await submit(client, alice)
     assert response.status_code == 202, response.text
-    [job] = outbox_of(response.json()["id"])
+    job = sent_job(response.json()["id"])
     assert job.sent_at is not None and job.sends == 1 and job.done_at is None
     assert job.task_id in held_now()
 
@@ -74,6 +86,7 @@ async def test_a_refused_submission_leaves_no_job(
 async def test_the_sweeper_sends_what_never_left(client: httpx.AsyncClient, alice: Account) -> None:
     """A send that failed after the commit (the broker was away) is made by the sweeper."""
     sid = (await submit(client, alice)).json()["id"]
+    sent_job(sid)
     with session_scope() as session:
         session.execute(
             update(OutboxMessage)
@@ -92,6 +105,7 @@ async def test_a_job_the_broker_lost_is_sent_again(
     """The embedded broker cannot tell a taken job from a finished one, so a job it does not
     hold as waiting counts as lost once its time limit has passed since it was sent."""
     sid = (await submit(client, alice)).json()["id"]
+    sent_job(sid)
     long_ago = utcnow() - timedelta(hours=2)
     with session_scope() as session:
         session.execute(
@@ -110,6 +124,7 @@ async def test_a_job_waiting_in_the_broker_is_left_alone(
     client: httpx.AsyncClient, alice: Account
 ) -> None:
     sid = (await submit(client, alice)).json()["id"]
+    sent_job(sid)
     long_ago = utcnow() - timedelta(hours=2)
     with session_scope() as session:
         session.execute(
@@ -125,6 +140,7 @@ async def test_a_job_waiting_in_the_broker_is_left_alone(
 
 async def test_a_recorded_report_ends_the_job(client: httpx.AsyncClient, alice: Account) -> None:
     sid = (await submit(client, alice)).json()["id"]
+    sent_job(sid)
     report = GradingReport.model_validate({"status": "passed", "message": "ok"})
     with session_scope() as session:
         assert service.record_report(session, sid, report, "host:1")
@@ -147,6 +163,7 @@ async def test_a_job_whose_submission_was_graded_meanwhile_is_not_sent_again(
 ) -> None:
     """A verdict recorded by another path (an earlier copy of the job) ends the job too."""
     sid = (await submit(client, alice)).json()["id"]
+    sent_job(sid)
     with session_scope() as session:
         submission = session.get(Submission, sid)
         assert submission is not None
@@ -166,13 +183,16 @@ async def test_a_rerun_is_a_new_job(
     client: httpx.AsyncClient, alice: Account, admin: Account
 ) -> None:
     sid = (await submit(client, alice)).json()["id"]
+    sent_job(sid)
     with session_scope() as session:
         service.record_report(
             session, sid, GradingReport.model_validate({"status": "failed"}), "host:1"
         )
     with session_scope() as session:
         service.moderate(session, sid, "rerun", authenticate(session, admin.token))
-    grades = outbox_of(sid)
+    deadline = time.monotonic() + 10
+    while (grades := outbox_of(sid))[-1].sent_at is None and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert len(grades) == 2
     assert grades[0].done_at is not None
     assert grades[1].done_at is None and grades[1].sent_at is not None

@@ -6,6 +6,7 @@ function stands in for the worker's report."""
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -120,7 +121,17 @@ async def test_an_upload_is_closed_until_its_validation_is_recorded_clean(
 
 
 def sent_times(name: str) -> list[Any]:
-    """When each validation of the current round was sent, and how often."""
+    """When each validation of the current round was sent, and how often, once the outbox's
+    sender thread has sent them (right after their commit)."""
+    deadline = time.monotonic() + 10
+    times = outbox_times(name)
+    while any(sent is None for sent, _ in times) and time.monotonic() < deadline:
+        time.sleep(0.02)
+        times = outbox_times(name)
+    return times
+
+
+def outbox_times(name: str) -> list[Any]:
     with session_scope() as session:
         problem = repository.get_problem(session, name)
         assert problem is not None

@@ -1,6 +1,7 @@
 """A small bounded in-process cache shared by the request threads: read leaderboards (their
 keys carry the problem's ``leaderboard_revision``, so a change to a board makes new keys and
-old values simply age out) and what the pages render from them."""
+old values simply age out), what the pages render from them, and problems read as the
+grader reads them (keyed by their files' digest)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,19 @@
+"""A problem's folder as the grader reads it (task.yml parsed, cases, limits), kept per
+content: reading it costs more than the rest of a submission's intake or a problem page,
+and a problem's files change only with a new version."""
+
+from __future__ import annotations
+
+from grader.problem import Problem as GraderProblem
+from grader.problem import problem_from_files
+from server.cache import Lru
+from server.models import Problem
+
+_loaded: Lru[GraderProblem] = Lru(256)
+
+
+def loaded(problem: Problem) -> GraderProblem:
+    return _loaded.get_or_make(
+        (problem.name, problem.files_sha256),
+        lambda: problem_from_files(problem.name, problem.files),
+    )
