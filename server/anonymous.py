@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from fastapi import Request, Response
 from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +137,44 @@ async def _make_copy(key: Hashable, make: Callable[[], Response]) -> Response:
     finally:
         del _making[key]
         done.set()
+
+
+class FreshCopiesFirst:
+    """Outermost, before routing and every other middleware: a GET by an anonymous reader
+    (no Authorization header, no session cookie) for which a copy younger than ``FRESH_S``
+    is held is answered from it here; anything else goes on to the app, where ``serve``
+    answers stale copies and makes new ones. A crowd on one board costs little more than
+    the HTTP server's own work."""
+
+    def __init__(self, app: ASGIApp, session_cookie: str) -> None:
+        self.app = app
+        self.session_cookie = session_cookie.encode("latin-1") + b"="
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            held, if_none_match = self._fresh(scope)
+            if held is not None:
+                await held.response(if_none_match)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _fresh(self, scope: Scope) -> tuple[Copy | None, str | None]:
+        accept = ""
+        if_none_match = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                return None, None
+            if name == b"cookie" and self.session_cookie in value:
+                return None, None
+            if name == b"accept":
+                accept = value.decode("latin-1")
+            elif name == b"if-none-match":
+                if_none_match = value.decode("latin-1")
+        key = (scope["path"], scope["query_string"].decode("latin-1"), accept)
+        held = copies.usable(key)
+        if held is None or held.age() >= FRESH_S:
+            return None, None
+        return held, if_none_match
 
 
 def tag_matches(if_none_match: str, tag: str) -> bool:

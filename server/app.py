@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from server import anonymous
 from server.audit.endpoints import router as audit_router
 from server.errors import BadRequest, ErrorBody, KernelJudgeError, NotAuthenticated, Unavailable
 from server.exports.endpoints import router as exports_router
@@ -29,7 +30,7 @@ from server.web.accounts import router as accounts_router
 from server.web.admin import router as admin_router
 from server.web.page import STATIC
 from server.web.pages import router as pages_router
-from server.web.sessions import PageSessions, secret_key
+from server.web.sessions import SESSION_COOKIE, PageSessions, secret_key
 
 log = logging.getLogger(__name__)
 DATABASE_AWAY = "the database cannot be reached right now; nothing was done, try again shortly"
@@ -154,6 +155,8 @@ def create_app() -> FastAPI:
     # Signed, not encrypted: the cookie holds only the user's id and the CSRF token.
     app.add_middleware(PageSessions, secret_key=secret_key(settings), https_only=settings.https)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    # Added last, so it runs first.
+    app.add_middleware(anonymous.FreshCopiesFirst, session_cookie=SESSION_COOKIE)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

@@ -163,6 +163,8 @@ def test_two_api_hosts_sweepers_send_each_lost_job_once(tmp_path: Path) -> None:
         client = Client(install.base, install.token, count=queued, pace_s=0.0)
         client.submit_all()
         assert len(client.accepted) == queued
+        # Jobs leave after the commit, from a sender thread: all in Redis before it goes.
+        wait_until_each_sent(install, times=1, count=queued)
         install.redis.stop()
         install.redis.start()
         wait_until_each_sent(install, times=2, count=queued)
