@@ -1,13 +1,14 @@
 """Short-lived copies of what anonymous readers are sent (a leaderboard, a problem page), so a
-crowd reading the same board is answered from memory on the event loop, without a thread
-hand-off or a database query. A copy is served as it is for ``FRESH_S``; until ``STALE_S``
-it is still served while one request makes the next in the background, so no reader waits
-for the database; after that a reader waits for a new one (one request makes it, the others
-wait for it). Copies are made from a problem read at most
+crowd reading the same board is answered from memory on the event loop, before routing,
+without a thread hand-off or a database query (``FreshCopiesFirst``). A copy is served as
+it is for ``FRESH_S``; until ``STALE_S`` it is still served while one task makes the next in
+the background, so no reader waits for the database even when a crowd keeps the process
+busy and the new copy is slow to make; after that a reader waits for a new one (one request
+makes it, the others wait for it). Copies are made from a problem read at most
 ``leaderboards.service.PROBLEM_TTL_S`` before: a change recorded by another process (a
-report, by the results worker) shows within a second; a change this process makes shows at
-once (see ``forget``). A signed-in reader, or any request with a token, always takes the
-full path."""
+report, by the results worker) shows within ``STALE_S`` plus that; a change this process
+makes shows at once (see ``forget``). A signed-in reader, or any request with a token,
+always takes the full path."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
-FRESH_S = 0.25
-STALE_S = 0.75
+FRESH_S = 0.5
+STALE_S = 2.0
 MAX_COPIES = 512
 # Headers a copy keeps; anything per-visitor (a cookie) makes a response unfit to share.
 KEPT_HEADERS = ("content-type", "etag", "cache-control", "vary")
@@ -38,6 +39,7 @@ class Copy:
     body: bytes
     headers: dict[str, str]
     made: float
+    remake: Callable[[], Response]  # makes the next copy (run in the thread pool)
 
     def age(self) -> float:
         return time.monotonic() - self.made
@@ -61,7 +63,7 @@ class Copies:
             held = self._copies.get(key)
         return held if held is not None and held.age() < STALE_S else None
 
-    def keep(self, key: Hashable, response: Response) -> None:
+    def keep(self, key: Hashable, response: Response, remake: Callable[[], Response]) -> None:
         headers = {k.lower(): v for k, v in response.headers.items()}
         if response.status_code != 200 or "set-cookie" in headers:
             return
@@ -70,6 +72,7 @@ class Copies:
             bytes(response.body),
             {k: v for k, v in headers.items() if k in KEPT_HEADERS},
             time.monotonic(),
+            remake,
         )
         with self._lock:
             self._copies[key] = copy
@@ -99,16 +102,13 @@ def is_anonymous(request: Request) -> bool:
 
 async def serve(request: Request, make: Callable[[], Response]) -> Response:
     """An anonymous reader's copy of this URL, else ``make()`` in the thread pool (and its
-    answer kept for the next anonymous reader)."""
+    answer kept for the next anonymous reader). For an anonymous reader ``make`` must not
+    depend on the request's conditional headers: the copy answers those itself."""
     if not is_anonymous(request):
         return await run_in_threadpool(make)
-    key = (request.url.path, request.url.query, request.headers.get("accept", ""))
+    key = copy_key(request.url.path, request.url.query, request.headers.get("accept", ""))
     if_none_match = request.headers.get("if-none-match")
-    held = copies.usable(key)
-    if held is not None:
-        if held.age() >= FRESH_S and key not in _making:
-            _background.add(task := asyncio.get_running_loop().create_task(_refresh(key, make)))
-            task.add_done_callback(_background.discard)
+    if (held := usable(key)) is not None:
         return held.response(if_none_match)
     making = _making.get(key)
     if making is not None:
@@ -117,6 +117,21 @@ async def serve(request: Request, make: Callable[[], Response]) -> Response:
             return held.response(if_none_match)
         return await run_in_threadpool(make)
     return await _make_copy(key, make)
+
+
+def copy_key(path: str, query: str, accept: str) -> Hashable:
+    return (path, query, accept)
+
+
+def usable(key: Hashable) -> Copy | None:
+    """The copy to answer with, if one younger than STALE_S is held; a copy older than
+    FRESH_S starts the making of the next one (once) on this event loop."""
+    held = copies.usable(key)
+    if held is not None and held.age() >= FRESH_S and key not in _making:
+        task = asyncio.get_running_loop().create_task(_refresh(key, held.remake))
+        _background.add(task)
+        task.add_done_callback(_background.discard)
+    return held
 
 
 async def _refresh(key: Hashable, make: Callable[[], Response]) -> None:
@@ -132,7 +147,7 @@ async def _make_copy(key: Hashable, make: Callable[[], Response]) -> Response:
     _making[key] = done = asyncio.Event()
     try:
         response = await run_in_threadpool(make)
-        copies.keep(key, response)
+        copies.keep(key, response, make)
         return response
     finally:
         del _making[key]
@@ -141,10 +156,9 @@ async def _make_copy(key: Hashable, make: Callable[[], Response]) -> Response:
 
 class FreshCopiesFirst:
     """Outermost, before routing and every other middleware: a GET by an anonymous reader
-    (no Authorization header, no session cookie) for which a copy younger than ``FRESH_S``
-    is held is answered from it here; anything else goes on to the app, where ``serve``
-    answers stale copies and makes new ones. A crowd on one board costs little more than
-    the HTTP server's own work."""
+    (no Authorization header, no session cookie) for which a usable copy is held is
+    answered from it here; anything else goes on to the app. A crowd on one board costs
+    little more than the HTTP server's own work."""
 
     def __init__(self, app: ASGIApp, session_cookie: str) -> None:
         self.app = app
@@ -152,13 +166,13 @@ class FreshCopiesFirst:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET":
-            held, if_none_match = self._fresh(scope)
+            held, if_none_match = self._held(scope)
             if held is not None:
                 await held.response(if_none_match)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 
-    def _fresh(self, scope: Scope) -> tuple[Copy | None, str | None]:
+    def _held(self, scope: Scope) -> tuple[Copy | None, str | None]:
         accept = ""
         if_none_match = None
         for name, value in scope["headers"]:
@@ -170,11 +184,8 @@ class FreshCopiesFirst:
                 accept = value.decode("latin-1")
             elif name == b"if-none-match":
                 if_none_match = value.decode("latin-1")
-        key = (scope["path"], scope["query_string"].decode("latin-1"), accept)
-        held = copies.usable(key)
-        if held is None or held.age() >= FRESH_S:
-            return None, None
-        return held, if_none_match
+        key = copy_key(scope["path"], scope["query_string"].decode("latin-1"), accept)
+        return usable(key), if_none_match
 
 
 def tag_matches(if_none_match: str, tag: str) -> bool:

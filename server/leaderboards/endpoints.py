@@ -89,10 +89,14 @@ async def read_leaderboard(
     """Anonymous readers of a board read in the last second get that answer from memory
     (server/anonymous.py); everyone else's goes to the database in the thread pool."""
 
+    # An anonymous reader's answer becomes a copy for everyone: the copy answers
+    # If-None-Match itself (server/anonymous.py).
+    conditional = None if anonymous.is_anonymous(request) else if_none_match
+
     def read() -> Response:
         with session_scope() as session:
             user = authenticate(session, credentials.credentials) if credentials else None
-            return answer(session, user, problem, if_none_match, gpu, version, limit, offset)
+            return answer(session, user, problem, conditional, gpu, version, limit, offset)
 
     return await anonymous.serve(request, read)
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import bindparam, delete, func, or_, select, update
 from sqlalchemy.orm import Session, joinedload
 
 from server.db import get_engine
@@ -41,24 +42,41 @@ def get_active_token(session: Session, token_hash: str) -> ApiToken | None:
 
 
 def record_token_use(token_id: int, at: datetime, *, older_than: datetime) -> None:
-    """Set the token's last use, in a transaction of its own on another thread; only if the
-    stored one is older than `older_than`, so a burst of requests writes once."""
+    """Set the token's last use, later, on another thread, in a transaction of its own that
+    writes every use recorded meanwhile; only if the stored one is older than `older_than`,
+    so a burst of requests writes once."""
+    with _uses_lock:
+        idle = not _uses
+        _uses[token_id] = (at, older_than)
+    if idle:
+        _token_use_writer.submit(_write_uses)
 
-    def write() -> None:
-        try:
-            with get_engine().begin() as connection:
-                connection.execute(
-                    update(ApiToken)
-                    .where(
-                        ApiToken.id == token_id,
-                        or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < older_than),
-                    )
-                    .values(last_used_at=at)
-                )
-        except Exception:
-            log.warning("could not record the use of token %s", token_id, exc_info=True)
 
-    _token_use_writer.submit(write)
+# Token uses not written yet, by token id: (when, the stored use it replaces if older).
+_uses: dict[int, tuple[datetime, datetime]] = {}
+_uses_lock = threading.Lock()
+
+
+def _write_uses() -> None:
+    with _uses_lock:
+        uses = sorted(_uses.items())
+        _uses.clear()
+    if not uses:
+        return
+    statement = (
+        update(ApiToken)
+        .where(
+            ApiToken.id == bindparam("token"),
+            or_(ApiToken.last_used_at.is_(None), ApiToken.last_used_at < bindparam("older")),
+        )
+        .values(last_used_at=bindparam("used"))
+    )
+    rows = [{"token": token, "used": at, "older": older} for token, (at, older) in uses]
+    try:
+        with get_engine().begin() as connection:
+            connection.execute(statement, rows)
+    except Exception:
+        log.warning("could not record the use of %d tokens", len(rows), exc_info=True)
 
 
 def list_tokens(session: Session, user_id: int) -> Sequence[ApiToken]:

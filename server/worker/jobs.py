@@ -140,9 +140,11 @@ def send_all(session: Session, rows: Sequence[OutboxMessage], settings: Settings
     query; returns how many were sent (the rest were done already)."""
     if not rows:
         return 0
-    payloads.preload(session, [row.subject_id for row in rows if row.job == Job.GRADE])
+    held = payloads.preload(session, [row.subject_id for row in rows if row.job == Job.GRADE])
     with celery_app.producer_or_acquire() as producer:
-        return sum(send(session, row, settings, producer) for row in rows)
+        sent = sum(send(session, row, settings, producer) for row in rows)
+    del held  # read once above, kept in the session until every payload was made
+    return sent
 
 
 def send(session: Session, row: OutboxMessage, settings: Settings, producer: Any = None) -> bool:

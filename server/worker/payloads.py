@@ -4,6 +4,7 @@ validate. Nothing of the database's beyond that (a worker holds no credentials).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -18,15 +19,17 @@ from server.settings import Settings
 VALIDATION_QUEUED = "queued"
 
 
-def preload(session: Session, submission_ids: list[int]) -> None:
+def preload(session: Session, submission_ids: list[int]) -> Sequence[Submission]:
     """Read these submissions, and their problems once each (a problem's files are most of
-    what is read), so that `grading` finds them in the session."""
-    if submission_ids:
-        session.scalars(
-            select(Submission)
-            .options(selectinload(Submission.problem))
-            .where(Submission.id.in_(submission_ids))
-        ).all()
+    what is read), so that `grading` finds them in the session. The session holds what it
+    read only weakly: the caller keeps the list returned while it calls `grading`."""
+    if not submission_ids:
+        return []
+    return session.scalars(
+        select(Submission)
+        .options(selectinload(Submission.problem))
+        .where(Submission.id.in_(submission_ids))
+    ).all()
 
 
 def grading(session: Session, submission_id: int, settings: Settings) -> list[Any] | None:
