@@ -615,6 +615,7 @@ def main() -> None:
             shutil.rmtree(folder, ignore_errors=True)
     print_table(results["phases"])
     if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=1, default=str) + "\n")
 
 
