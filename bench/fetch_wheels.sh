@@ -7,7 +7,7 @@
 set -euo pipefail
 venv="${1:-.venv}"
 # Tools of this machine only, and what the host has already.
-skip='^(torch|triton|numpy|pyyaml|pyarrow|mypy|mypy-extensions|ruff|playwright|sympy|mpmath|networkx|fsspec|filelock|librt|ast-serialize|pathspec|types-.*|kerneljudge)$'
+skip='^(py-spy|torch|triton|numpy|pyyaml|pyarrow|mypy|mypy-extensions|ruff|playwright|sympy|mpmath|networkx|fsspec|filelock|librt|ast-serialize|pathspec|types-.*|kerneljudge)$'
 mkdir -p .whl
 "$venv/bin/pip" freeze --exclude-editable | grep '==' | while IFS='=' read -r name _ version; do
   normal=$(echo "$name" | tr '[:upper:]_' '[:lower:]-')

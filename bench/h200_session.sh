@@ -21,6 +21,8 @@
 #   bash bench/h200_session.sh repeat     # one stream: the persisting-L2 measurement again,
 #                                         #    vectoradd graded 6 times in leaderboard mode,
 #                                         #    each with inputs of its own (the nonce)
+#   bash bench/h200_session.sh sandbox    # one stream: the sandbox's tests, the corpus's CUDA
+#                                         #    cases, every built-in solution on CUDA
 #   bash bench/h200_session.sh ranked     # A: a persisting-L2 window against the flush
 #                                         #    (bench/l2_persisting.py: honest medians with
 #                                         #    the reset off and on too), the corpus's CUDA
@@ -210,6 +212,14 @@ repeat_stream() {
     --mode leaderboard --out "$out/repeat_leaderboard.json"
 }
 
+sandbox_stream() {  # after a change to the sandbox: its tests, the CUDA cases, CUDA builds
+  step 120 "sandbox tests on a GPU host" python3 -m pytest -q -p no:cacheprovider -rs \
+    tests/sandbox
+  cuda_corpus
+  step 300 "built-in solutions on CUDA, in the sandbox" python3 -m pytest -q \
+    -p no:cacheprovider -rs tests/grader/test_builtin_problems.py
+}
+
 one_stream() {  # one_stream NAME: a single stream, on this host's first GPU
   CUDA_VISIBLE_DEVICES=0 "$1" >"$out/a.log" 2>&1
   echo "---- stream"; grep -v '"GET /api' "$out/a.log" | tail -c 9000
@@ -224,5 +234,6 @@ case "$what" in
   ranked) run_streams ranked_a ranked_b ;;
   worker) one_stream worker_stream ;;
   repeat) one_stream repeat_stream ;;
+  sandbox) one_stream sandbox_stream ;;
   *) echo "unknown: $what"; exit 2 ;;
 esac
