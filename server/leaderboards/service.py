@@ -116,15 +116,15 @@ def readable_problem(session: Session, name: str, viewer: User | None) -> Proble
     after ``PROBLEM_TTL_S`` one small query tells whether the copy still stands, and only a
     problem that changed is read again whole (its files are most of it)."""
     key = (session.get_bind().engine, name)
-    held = _problems.get(key)
+    held = None if session.info.get(CHANGED_IN_SESSION) else _problems.get(key)
     now = time.monotonic()
-    changed_here = session.info.get(CHANGED_IN_SESSION)
-    if held is not None and held.until < now and not changed_here:
-        still = repository.problem_stamp(session, name) == held.stamp
-        held = HeldProblem(held.problem, now + PROBLEM_TTL_S, held.stamp) if still else None
-        if held is not None:
+    if held is not None and held.until < now:
+        if repository.problem_stamp(session, name) == held.stamp:
+            held = HeldProblem(held.problem, now + PROBLEM_TTL_S, held.stamp)
             _problems.put(key, held)
-    if held is None or held.until < now or session.info.get(CHANGED_IN_SESSION):
+        else:
+            held = None
+    if held is None:
         problem = problems.get_visible_problem(session, name, viewer)
         stamp = repository.stamp_of(problem)
         _problems.put(key, HeldProblem(copy_of(problem), now + PROBLEM_TTL_S, stamp))
