@@ -1,5 +1,7 @@
-"""Comparing a submission's output: the problem's check_implementation decides, and we add
-a listing of the first mismatching elements when output and expected are comparable."""
+"""Whether a submission's output is right: it must be exact tensors, the problem's
+check_implementation decides, and we add a listing of the first mismatching elements when
+output and expected are comparable; inputs it was not allowed to write must come back as
+they were given."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+
+from grader.inputs import clone_data, iter_tensors, same_tensor, to_device
 
 MAX_SHOWN = 5
 DEFAULT_RTOL = 1e-5
@@ -85,3 +89,47 @@ def _tensor_pairs(
             pairs += [(f"[{i}]{p}", a, b) for p, a, b in sub]
         return pairs
     return None
+
+
+def is_tensor_tree(output: Any) -> bool:
+    """An exact torch.Tensor, or a non-empty tuple or list of them (nested)."""
+    if type(output) is torch.Tensor:
+        return True
+    return type(output) in (tuple, list) and bool(output) and all(map(is_tensor_tree, output))
+
+
+def wrong_output(
+    check: Callable[[Any, Any], Any],
+    data: Any,
+    output: Any,
+    expected: Callable[[], Any],
+    *,
+    device: str,
+    tolerance: dict[str, float],
+) -> str:
+    """'' when `output` is right for the pristine inputs `data`, else what is wrong with it
+    (the check's own message, after the first mismatches against `expected()`). The check
+    runs on a clone, so it cannot spoil `data` for the calls after."""
+    output = to_device(output, device)
+    ok, message = run_check(check, clone_data(data), output)
+    if ok:
+        return ""
+    listing = first_mismatches(
+        output,
+        expected(),
+        rtol=tolerance.get("rtol", DEFAULT_RTOL),
+        atol=tolerance.get("atol", DEFAULT_ATOL),
+    )
+    return "; ".join(part for part in (listing, message) if part)
+
+
+def modified_inputs(data: Any, after: dict[str, torch.Tensor], written: set[str]) -> list[str]:
+    """The paths of `data`'s tensors that the call changed though it may not write them."""
+    changed = []
+    for path, tensor in iter_tensors(data):
+        if path in written:
+            continue
+        other = after.get(path)
+        if other is None or not same_tensor(tensor, other.to(tensor.device)):
+            changed.append(path)
+    return changed

@@ -120,11 +120,15 @@ def poison(data: Any, paths: set[str] | list[str]) -> None:
     earlier call, or stale memory, left behind."""
     wanted = set(paths)
     for path, tensor in iter_tensors(data):
-        if path not in wanted:
-            continue
-        if tensor.is_floating_point() or tensor.is_complex():
-            tensor.fill_(float("nan"))
-        elif tensor.dtype == torch.bool:
-            tensor.fill_(True)
-        else:
-            tensor.fill_(torch.iinfo(tensor.dtype).max)
+        if path in wanted:
+            poison_tensor(tensor)
+
+
+def poison_tensor(tensor: torch.Tensor) -> None:
+    """NaN for floating types, True for booleans, the integer type's maximum otherwise."""
+    if tensor.is_floating_point() or tensor.is_complex():
+        tensor.fill_(float("nan"))
+    elif tensor.dtype == torch.bool:
+        tensor.fill_(True)
+    else:
+        tensor.fill_(torch.iinfo(tensor.dtype).max)

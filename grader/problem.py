@@ -7,6 +7,9 @@ Extra task.yml keys of our own, all optional:
   tolerance: {rtol: ..., atol: ...}  informational (the problem's check_implementation decides)
       and used for our own first-mismatch listing;
   case_time_budget_s: seconds of timing per benchmark case (default 10);
+  load_timeout: seconds for the submission's import, compilation included (default 120);
+  test_cases_timeout: seconds for the test cases once the submission has loaded (default
+      20): a hung kernel in test mode holds a worker this long, not the whole test_timeout;
   cpu_benchmarks: benchmark cases for CPU workers, where the GPU-sized ones would take
       minutes (default: the benchmarks);
   format: kernelbench  for problems made from a KernelBench module (grader/kernelbench.py),
@@ -28,6 +31,8 @@ from grader import kernelbench
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUILTIN_DIR = REPO_ROOT / "problems"
+DEFAULT_LOAD_TIMEOUT_S = 120.0
+DEFAULT_TEST_CASES_TIMEOUT_S = 20.0
 SUBMISSION_MARK = "@SUBMISSION@"
 # GPU MODE's own harness: we use ours, so it is neither required nor shipped to the runner.
 SKIPPED_FILES = frozenset({"eval.py"})
@@ -77,6 +82,14 @@ class Problem:
     @property
     def ranked_timeout(self) -> float:
         return float(self.spec.get("ranked_timeout", 300))
+
+    @property
+    def load_timeout(self) -> float:
+        return float(self.spec.get("load_timeout", DEFAULT_LOAD_TIMEOUT_S))
+
+    @property
+    def test_cases_timeout(self) -> float:
+        return float(self.spec.get("test_cases_timeout", DEFAULT_TEST_CASES_TIMEOUT_S))
 
     def timeout_for(self, mode: str) -> float:
         """Wall-clock limit of a whole grading in this mode, compilation included."""

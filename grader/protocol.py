@@ -1,18 +1,24 @@
-"""Messages between harness and runner over pipes. A message is its skeleton (the tree of
-containers and primitives, each tensor replaced by a small descriptor), written with
-`torch.save` and read back with `weights_only=True`, then each tensor's raw bytes. Only
-plain tensors of known dtypes, containers and primitives can cross (no tensor subclasses,
-no arbitrary objects), and the bytes of large inputs are not copied through a serializer.
+"""Messages between harness and runner over their socket. A message is its skeleton (the
+tree of containers and primitives, each tensor replaced by a small descriptor), written as
+JSON (or, where JSON cannot carry it, with `torch.save`, read back with `weights_only=True`),
+then each tensor's raw bytes. Only plain tensors of known dtypes, containers and primitives
+can cross (no tensor subclasses, no arbitrary objects), and the bytes of large inputs are
+not copied through a serializer.
 
-    message := length(8) skeleton { length(8) tensor-bytes }*"""
+    message := length(8) skeleton { length(8) tensor-bytes }*
+
+A shared slab's file descriptor travels beside a message, as one marker byte carrying it
+(`send_fd`, `recv_fd`); nothing else crosses the socket but messages."""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
 import io
+import json
 import os
 import select
+import socket
 import time
 from typing import Any
 
@@ -73,18 +79,53 @@ def _raw(tensor: torch.Tensor) -> memoryview:
     return tensor.reshape(-1).view(torch.uint8).numpy().data.cast("B")
 
 
+_JSON, _TORCH = b"J", b"T"
+_TUPLE = "__kj_tuple__"
+
+
+def _as_json(node: Any) -> Any:
+    """The skeleton in JSON's terms (tuples tagged), or raise TypeError where JSON would not
+    bring it back as it was (keys that are not strings, objects of other types)."""
+    if node is None or isinstance(node, bool | int | float | str):
+        return node
+    if isinstance(node, tuple):
+        return {_TUPLE: [_as_json(x) for x in node]}
+    if isinstance(node, list):
+        return [_as_json(x) for x in node]
+    if isinstance(node, dict) and all(isinstance(k, str) and k != _TUPLE for k in node):
+        return {k: _as_json(v) for k, v in node.items()}
+    raise TypeError(type(node).__name__)
+
+
+def _from_json(node: dict[str, Any]) -> Any:
+    if set(node) == {_TUPLE} and isinstance(node[_TUPLE], list):
+        return tuple(node[_TUPLE])
+    return node
+
+
 def encode(message: Any) -> tuple[bytes, list[memoryview]]:
+    """The skeleton as JSON where it can be (a small message then costs microseconds, not the
+    tenth of a millisecond torch's serializer takes), else through torch.save."""
     tensors: list[torch.Tensor] = []
-    buffer = io.BytesIO()
-    torch.save(_split(message, tensors), buffer)
-    return buffer.getvalue(), [_raw(tensor) for tensor in tensors]
+    skeleton = _split(message, tensors)
+    try:
+        blob = _JSON + json.dumps(_as_json(skeleton), allow_nan=True).encode()
+    except (TypeError, ValueError, RecursionError):
+        buffer = io.BytesIO()
+        torch.save(skeleton, buffer)
+        blob = _TORCH + buffer.getvalue()
+    return blob, [_raw(tensor) for tensor in tensors]
 
 
 def decode(blob: bytes) -> Any:
     try:
-        return torch.load(io.BytesIO(blob), weights_only=True, map_location="cpu")
+        if blob[:1] == _JSON:
+            return json.loads(blob[1:], object_hook=_from_json)
+        if blob[:1] == _TORCH:
+            return torch.load(io.BytesIO(blob[1:]), weights_only=True, map_location="cpu")
     except Exception as exc:
         raise ChannelError(f"unreadable message: {type(exc).__name__}: {exc}") from exc
+    raise ChannelError("unreadable message: unknown encoding")
 
 
 def _descriptor(node: Any) -> tuple[torch.dtype, list[int]] | None:
@@ -202,3 +243,29 @@ def recv_message(
         return raw.view(dtype).reshape(shape)
 
     return _join(skeleton, next_tensor)
+
+
+_FD_MARKER = b"F"
+
+
+def send_fd(sock: socket.socket, fd: int, *, deadline: float | None = None) -> None:
+    """Pass a copy of file descriptor `fd` to the other end."""
+    _wait(sock.fileno(), True, deadline)
+    try:
+        socket.send_fds(sock, [_FD_MARKER], [fd])
+    except (BrokenPipeError, ConnectionResetError) as exc:
+        raise ChannelClosed("the other side closed the channel") from exc
+
+
+def recv_fd(sock: socket.socket, *, deadline: float | None = None) -> int:
+    """The file descriptor the other end passed with `send_fd`."""
+    _wait(sock.fileno(), False, deadline)
+    marker, fds, _, _ = socket.recv_fds(sock, len(_FD_MARKER), 1)
+    if not marker:
+        raise ChannelClosed("the other side closed the channel")
+    if marker != _FD_MARKER or len(fds) != 1:
+        for fd in fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        raise ChannelError("expected one file descriptor")
+    return fds[0]

@@ -1,15 +1,18 @@
-"""The runner: runs inside the sandbox in a fresh process, imports the submission and runs
-the calls the harness asks for, answering with raw outputs and its own timings.
+"""The runner: runs inside the sandbox in a fresh process. It starts before its submission is
+known (torch imported and, on a GPU, its CUDA context made), says it is ready, then imports
+the submission it is told to load and runs the calls the harness asks for on input sets the
+harness placed in shared slabs, leaving its outputs there and answering with its timings.
 
 Nothing here is trusted: once submission.py is imported it can change anything in this
 process, so the harness checks every answer. Usage:
-    python -m grader.runner --recv-fd N --send-fd M --device cpu|cuda
+    python -m grader.runner --channel-fd N --device cpu|cuda
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import socket
 import sys
 import traceback
 from collections.abc import Callable
@@ -17,11 +20,15 @@ from typing import Any
 
 import torch
 
-from grader.inputs import to_cpu, to_device
-from grader.protocol import ChannelClosed, recv_message, send_message
+from grader import shared
+from grader.protocol import ChannelClosed, recv_fd, recv_message, send_message
+from grader.staging import Layout, Sets
 from grader.timing import DEFAULT_CASE_BUDGET_S, MAX_SAMPLES, Timer
 
 NOT_A_TENSOR = "custom_kernel must return a torch.Tensor (or a tuple or list of them)"
+# Modules worth importing before the submission is known: a Triton submission then starts
+# at once. Missing ones are skipped.
+PRELOADED = ("triton", "triton.language", "numpy")
 
 
 class SubmissionError(Exception):
@@ -29,10 +36,10 @@ class SubmissionError(Exception):
 
 
 def plain_output(output: Any) -> Any:
-    """Contiguous CPU copies of exact torch.Tensor outputs; subclasses and other objects
-    are refused, because their operations could lie to the comparison."""
+    """The output if it is an exact torch.Tensor or a tuple or list of them; subclasses and
+    other objects are refused, because their operations could lie to the comparison."""
     if type(output) is torch.Tensor:
-        return output.detach().cpu().contiguous()
+        return output.detach()
     if type(output) in (tuple, list) and output:
         return type(output)(plain_output(x) for x in output)
     raise SubmissionError(f"{NOT_A_TENSOR}, got {type(output).__module__}.{type(output).__name__}")
@@ -48,6 +55,7 @@ def _error_reply(exc: BaseException) -> dict[str, Any]:
 
 
 def import_submission(device: str, kernelbench_seed: int | None = None) -> Callable[[Any], Any]:
+    importlib.invalidate_caches()  # submission.py appeared after this process started
     module = importlib.import_module("submission")
     if kernelbench_seed is not None:
         return kernelbench_kernel(module, device, kernelbench_seed)
@@ -77,13 +85,14 @@ def kernelbench_kernel(module: Any, device: str, init_seed: int) -> Callable[[An
 
 
 class Runner:
-    def __init__(self, kernel: Callable[[Any], Any], device: str) -> None:
+    """Answers the harness's requests for one loaded submission."""
+
+    def __init__(self, kernel: Callable[[Any], Any], device: str, sock: socket.socket) -> None:
         self.kernel = kernel
         self.device = device
+        self.sock = sock
         self._timer: Timer | None = None
-        # Inputs staged on the device for `batch` requests, so that a batch's round trip
-        # carries no data and the harness's clock times the calls, not a transfer.
-        self._staged: Any = None
+        self._sets: dict[int, Sets] = {}
 
     @property
     def timer(self) -> Timer:
@@ -91,16 +100,37 @@ class Runner:
             self._timer = Timer(self.device)
         return self._timer
 
+    def _set(self, request: dict[str, Any]) -> tuple[Sets, int]:
+        sets = self._sets.get(request.get("slab"))  # type: ignore[arg-type]
+        index = request.get("set", 0)
+        if sets is None or not isinstance(index, int):
+            raise SubmissionError("a request named a slab this runner was not given")
+        return sets, index
+
+    def _call(self, sets: Sets, index: int) -> Any:
+        return plain_output(self.kernel(sets.data(index)))
+
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
-        data = to_device(request.get("data"), self.device)
+        if op == "attach":
+            return self._attach(request)
+        if op == "layout":
+            sets, _ = self._set(request)
+            self._sets[request["slab"]] = self._laid_out(sets.slab, request)
+            return {"ok": True}
+        if op == "release":
+            # Dropped, never unmapped: the submission may still hold views into it, and a
+            # view into unmapped memory would crash this process instead of failing a check.
+            self._sets.pop(request.get("slab"), None)  # type: ignore[arg-type]
+            return {"ok": True}
+        if op == "ping":
+            return {"ok": True}
+        sets, index = self._set(request)
         if op == "run":
-            output = plain_output(self.kernel(data))
-            reply: dict[str, Any] = {"ok": True, "output": output}
-            if request.get("return_data"):
-                reply["data"] = to_cpu(data)
-            return reply
+            output = self._call(sets, index)
+            return {"ok": True, "output": sets.deposit(index, output)}
         if op == "time":
+            data = sets.data(index)
             samples, output = self.timer.time_case(
                 self.kernel,
                 data,
@@ -114,53 +144,88 @@ class Runner:
                 "wall_s": samples.wall_s,
                 "paused_s": samples.paused_s,
                 "sm_clock_mhz": samples.sm_clock_mhz,
-                "output": plain_output(output),
+                "output": sets.deposit(index, plain_output(output)),
             }
         if op == "warmup":
-            self.timer.warm_up(self.kernel, data)
+            self.timer.warm_up(self.kernel, sets.data(index))
             return {"ok": True}
         if op == "time_one":
-            seconds, output = self.timer.one_call(self.kernel, data)
+            seconds, output = self.timer.one_call(self.kernel, sets.data(index))
             return {
                 "ok": True,
                 "samples": [seconds],
                 "sm_clock_mhz": self.timer.sm_clock_mhz(),
-                "output": plain_output(output),
+                "output": sets.deposit(index, plain_output(output)),
             }
-        if op == "stage":
-            self._staged = data
-            return {"ok": True}
         if op == "batch":
-            if self._staged is None:
-                raise SubmissionError("a batch request came before any inputs were staged")
-            self.timer.batch(self.kernel, self._staged, int(request.get("calls", 1)))
-            return {"ok": True}
-        if op == "ping":
-            return {"ok": True}
+            # Back to back, each output left in its own set as soon as it is made: the harness
+            # times the whole request on its own clock and then checks sets of its choosing.
+            outputs = [sets.deposit(i, self._call(sets, i)) for i in range(sets.count)]
+            if self.device != "cpu":
+                torch.cuda.synchronize()
+            return {"ok": True, "outputs": outputs}
         raise SubmissionError(f"the runner does not know the request {op!r}")
 
+    def _attach(self, request: dict[str, Any]) -> dict[str, Any]:
+        fd = recv_fd(self.sock)
+        slab_id, nbytes = request.get("slab"), request.get("nbytes")
+        if not isinstance(slab_id, int) or not isinstance(nbytes, int):
+            raise SubmissionError("a malformed attach request")
+        self._sets[slab_id] = self._laid_out(shared.attach(fd, nbytes, self.device), request)
+        return {"ok": True}
 
-def _tell(send_fd: int, message: dict[str, Any]) -> bool:
+    def _laid_out(self, slab: shared.Slab, request: dict[str, Any]) -> Sets:
+        count = request.get("sets")
+        if not isinstance(count, int):
+            raise SubmissionError("a malformed layout")
+        return Sets(slab, Layout.from_message(request.get("layout")), count)
+
+
+def _tell(sock: socket.socket, message: dict[str, Any]) -> bool:
     """Send; False when the harness has already gone (it stopped the grading before the
     runner was ready, say), which is no error of the submission's to report."""
     try:
-        send_message(send_fd, message)
-    except (ChannelClosed, BrokenPipeError):
+        send_message(sock.fileno(), message)
+    except (ChannelClosed, BrokenPipeError, ConnectionResetError):
         return False
     return True
 
 
-def serve(recv_fd: int, send_fd: int, device: str, kernelbench_seed: int | None = None) -> None:
+def _warm_up_device(device: str) -> None:
+    """Everything a grading needs before its submission is known: the modules, and on a GPU
+    the CUDA context (made here, not in the first timed call)."""
+    for name in PRELOADED:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            continue
+    if device == "cuda":
+        torch.cuda.init()
+        torch.cuda.synchronize()
+
+
+def serve(sock: socket.socket, device: str) -> None:
+    _warm_up_device(device)
+    if not _tell(sock, {"ok": True, "ready": True}):
+        return
     try:
-        runner = Runner(import_submission(device, kernelbench_seed), device)
+        request = recv_message(sock.fileno())
+    except ChannelClosed:
+        return
+    if not isinstance(request, dict) or request.get("op") != "load":
+        return
+    seed = request.get("kernelbench_seed")
+    try:
+        kernel = import_submission(device, seed if isinstance(seed, int) else None)
     except BaseException as exc:
-        _tell(send_fd, {"ok": False, "phase": "import", **_error_reply(exc)})
+        _tell(sock, {"phase": "import", **_error_reply(exc)})
         return
-    if not _tell(send_fd, {"ok": True, "ready": True}):
+    if not _tell(sock, {"ok": True, "loaded": True}):
         return
+    runner = Runner(kernel, device, sock)
     while True:
         try:
-            request = recv_message(recv_fd)
+            request = recv_message(sock.fileno())
         except ChannelClosed:
             return
         if not isinstance(request, dict) or request.get("op") == "exit":
@@ -168,21 +233,18 @@ def serve(recv_fd: int, send_fd: int, device: str, kernelbench_seed: int | None 
         try:
             reply = runner.handle(request)
         except BaseException as exc:
-            send_message(send_fd, {"phase": "call", **_error_reply(exc)})
+            _tell(sock, {"phase": "call", **_error_reply(exc)})
             return
-        send_message(send_fd, reply)
+        if not _tell(sock, reply):
+            return
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="grader.runner")
-    parser.add_argument("--recv-fd", type=int, required=True)
-    parser.add_argument("--send-fd", type=int, required=True)
+    parser.add_argument("--channel-fd", type=int, required=True)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
-    parser.add_argument(
-        "--kernelbench-seed", type=int, default=None, help="a KernelBench problem's init seed"
-    )
     args = parser.parse_args(argv)
-    serve(args.recv_fd, args.send_fd, args.device, args.kernelbench_seed)
+    serve(socket.socket(fileno=args.channel_fd), args.device)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ from grader.calibrate import DevicePeaks
 from grader.check import run_check
 from grader.device import detect_device
 from grader.devicemap import harness_device_map
-from grader.harness import CUDA_ONLY, device_env, grade, import_reference
+from grader.expected import CUDA_ONLY, device_env, import_reference
+from grader.harness import grade
 from grader.inputs import clone_data, devices_of, iter_tensors, seeded_case
 from grader.problem import Problem
 

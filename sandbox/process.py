@@ -232,6 +232,13 @@ class Child:
             return None
         return self._confinement.cgroup.cpu_seconds()
 
+    def pids(self) -> set[int]:
+        """The processes of this child: everything in its cgroup, else just the child."""
+        if self._confinement is not None and self._confinement.cgroup is not None:
+            with contextlib.suppress(OSError, ValueError):
+                return self._confinement.cgroup.pids() | {self._popen.pid}
+        return {self._popen.pid}
+
     def poll(self) -> int | None:
         return self._popen.poll()
 

@@ -47,17 +47,19 @@ def test_skipping_work_after_the_checked_call_fails_in_benchmark_mode(
 def test_skipping_work_on_repeated_inputs_fails_in_leaderboard_mode(
     vectoradd: Problem, with_cases: Callable[..., Problem]
 ) -> None:
-    """A cache keyed by the inputs' content, replaying a result: every timed call gets fresh
-    inputs and its own output checked, so the replay is wrong."""
+    """A cache replaying the first result: every timed call gets fresh inputs and its own
+    output checked, so the replay is wrong."""
     replay = ADD.replace(
         "def custom_kernel(data):",
         "seen = None\ndef custom_kernel(data):\n    global seen\n"
         "    if seen is not None:\n        data[2].copy_(seen)\n        return data[2]\n"
         "    seen = (data[0] + data[1]).clone()",
     )
-    # Benchmark mode times one input set over and over, so a replay goes unnoticed there;
-    # that is why only leaderboard mode is ranked.
-    assert grade(small(with_cases, vectoradd), replay, mode="benchmark").status == "passed"
+    # Benchmark mode times one public input set over and over, but its cross-check (the
+    # grader's own clock) runs on fresh sets and checks them, so the replay is caught there.
+    benchmark = grade(small(with_cases, vectoradd), replay, mode="benchmark")
+    assert benchmark.status == "failed"
+    assert "fresh inputs the grader timed on its own clock" in benchmark.message
     report = grade(small(with_cases, vectoradd), replay, mode="leaderboard", secret_seed=7)
     assert report.status == "failed"
     assert "timed call" in report.message
@@ -131,9 +133,9 @@ def test_claimed_times_somewhat_below_the_graders_clock_are_flagged(
     vectoradd: Problem, with_cases: Callable[..., Problem]
 ) -> None:
     report = grade(
-        small(with_cases, vectoradd), _claiming("seconds * 0.5"), mode="benchmark", screen=False
+        small(with_cases, vectoradd), _claiming("seconds * 0.3"), mode="benchmark", screen=False
     )
-    assert report.status == "passed"  # half the real time is not impossible on its own...
+    assert report.status == "passed"  # a third of the real time is not impossible alone...
     assert any("grader's own clock" in flag for flag in report.flags)  # ...but not to us
     honest = grade(small(with_cases, vectoradd), ADD, mode="benchmark")
     assert not any("grader's own clock" in flag for flag in honest.flags)

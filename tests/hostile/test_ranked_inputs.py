@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from tests.hostile.conftest import Canaries
-from tests.hostile.test_corpus import Rig, honest_score, rig, run_in_rig
+from tests.hostile.test_corpus import QUICK, Rig, honest_score, rig, run_in_rig
 
 __all__ = ["rig"]  # the corpus rig, one per module
 
@@ -125,8 +125,11 @@ def test_two_leaderboard_gradings_see_disjoint_inputs(
 def test_benchmark_mode_inputs_stay_the_public_ones(
     rig: Rig, canaries: Canaries, cpu_peaks: dict[str, Any]
 ) -> None:
-    """Test and benchmark cases are public (their seeds are in task.yml), so they stay
-    fixed: a competitor can reproduce them, and a lookup of them earns no rank."""
+    """Test and benchmark cases are public (their seeds are in task.yml), so the inputs a
+    benchmark case is timed on stay fixed: a competitor can reproduce them, and a lookup of
+    them earns no rank. The grader's own clock runs on fresh sets no one can know before."""
     first = input_digests(grade(rig, cpu_peaks, DIGESTS, "benchmark", None))
     second = input_digests(grade(rig, cpu_peaks, DIGESTS, "benchmark", None))
-    assert first and first == second
+    public = len(QUICK[PROBLEM]["benchmarks"])
+    assert len(first & second) == public
+    assert len(first - second) >= public and len(second - first) >= public

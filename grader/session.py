@@ -1,0 +1,291 @@
+"""The harness's side of the channel to one runner: starting it in the sandbox (before its
+submission is known), loading the submission into it, handing it slabs, and every request
+after that, each bounded by the grading's deadline. `Standby` keeps the next grading's runner
+started while the current one is graded, so a worker's grading finds it ready."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sandbox
+from grader import shared
+from grader.confine import GRADER_PACKAGE, runner_env, runner_isolation
+from grader.protocol import (
+    ChannelClosed,
+    ChannelError,
+    ChannelTimeout,
+    recv_message,
+    send_fd,
+    send_message,
+)
+from grader.report import PhaseClock, Stop
+from grader.shared import Slab
+from grader.staging import Layout, Sets
+
+EXIT_GRACE_S = 2.0
+# The problem's files that stay in the harness: the runner never sees its reference.
+SKIP_IN_RUNNER = frozenset({"reference.py", "eval.py", "task.yml"})
+# The report's phase each request counts for (see PhaseClock).
+REQUEST_PHASES = {
+    "run": "first_calls",
+    "warmup": "timed_calls",
+    "time": "timed_calls",
+    "time_one": "timed_calls",
+    "batch": "cross_check",
+    "ping": "cross_check",
+}
+_slab_ids = itertools.count(1)
+
+
+def _tail(text: str, lines: int = 12) -> str:
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One request's reply, the harness's wall time around it, and the sandbox's CPU time
+    over it (None without a cgroup)."""
+
+    reply: dict[str, Any]
+    wall_s: float
+    cpu_s: float | None
+
+    @property
+    def clocks(self) -> tuple[float, float | None]:
+        return self.wall_s, self.cpu_s
+
+
+class RunnerSession:
+    """One runner child, from its start to its end: it starts with no submission (torch
+    imported, its CUDA context made) in an empty work folder, gets the grading's files and
+    `load` when its grading begins, and is never used for another submission."""
+
+    def __init__(self, kind: str, *, isolate: bool = True, memory_bytes: int | None = None):
+        self.kind = kind
+        self.isolate = isolate
+        self.memory_bytes = memory_bytes
+        self.deadline = time.monotonic() + 3600.0  # until a grading sets its own
+        self.clock = PhaseClock({})
+        self.root = Path(tempfile.mkdtemp(prefix="kj-runner-"))
+        self.work, lib = self.root / "run", self.root / "lib"
+        for folder in (self.work / "home", self.work / "tmp", lib):
+            folder.mkdir(parents=True)
+        # Only the grader package is importable from the runner, not the rest of the repo.
+        (lib / "grader").symlink_to(GRADER_PACKAGE, target_is_directory=True)
+        self._sock, theirs = socket.socketpair()
+        argv = [
+            sys.executable, "-m", "grader.runner",
+            "--channel-fd", str(theirs.fileno()), "--device", kind,
+        ]  # fmt: skip
+        isolation = runner_isolation(self.work, kind, memory_bytes) if isolate else None
+        try:
+            self.child = sandbox.start(
+                argv,
+                cwd=self.work,
+                env=runner_env(self.work, lib, kind, isolated=isolation is not None),
+                pass_fds=(theirs.fileno(),),
+                isolation=isolation,
+            )
+        except BaseException:
+            self._sock.close()
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+        self._fd = self._sock.fileno()
+        os.set_blocking(self._fd, False)
+        self._ready = False
+        self._loaded = False
+        self._slabs: dict[str, tuple[int, Slab]] = {}
+
+    def matches(self, kind: str, isolate: bool, memory_bytes: int | None) -> bool:
+        return (kind, isolate, memory_bytes) == (self.kind, self.isolate, self.memory_bytes)
+
+    def alive(self) -> bool:
+        return self.child.poll() is None
+
+    def pids(self) -> set[int]:
+        """Every process of this runner (its sandbox's cgroup, or its process group)."""
+        return self.child.pids()
+
+    # -- a grading's start ------------------------------------------------------------------
+
+    def load(
+        self,
+        files: dict[str, str],
+        code: str,
+        *,
+        deadline: float,
+        clock: PhaseClock,
+        kernelbench_seed: int | None = None,
+    ) -> None:
+        """Give the runner its grading's files and have it import the submission (building
+        whatever it compiles at import) before `deadline`. Raises Stop with the reason."""
+        self.deadline, self.clock = deadline, clock
+        with clock.phase("setup"):
+            for name, text in files.items():
+                if name != "submission.py" and name not in SKIP_IN_RUNNER:
+                    (self.work / name).write_text(text)
+            (self.work / "submission.py").write_text(code)
+        with clock.phase("runner_start"):
+            if not self._ready:
+                self._receive()  # the runner imported torch and made its context
+                self._ready = True
+        with clock.phase("load"):
+            self._send({"op": "load", "kernelbench_seed": kernelbench_seed})
+            self._receive()
+        self._loaded = True
+
+    # -- the channel ------------------------------------------------------------------------
+
+    def _exited(self) -> Stop:
+        code = self.child.wait(max(0.0, min(5.0, self.deadline - time.monotonic())))
+        shown = "unknown" if code is None else str(code)
+        return Stop("error", f"the runner exited before reporting (exit code {shown})")
+
+    def _receive(self) -> dict[str, Any]:
+        try:
+            reply = recv_message(self._fd, deadline=self.deadline)
+        except ChannelTimeout as exc:
+            raise Stop("timeout", "") from exc
+        except ChannelClosed as exc:
+            raise self._exited() from exc
+        except ChannelError as exc:
+            raise Stop("error", f"the runner sent a malformed message: {exc}") from exc
+        if not isinstance(reply, dict) or "ok" not in reply:
+            raise Stop("error", "the runner sent a malformed message")
+        if not reply["ok"]:
+            error = str(reply.get("error", "unknown error"))
+            if reply.get("phase") == "import":
+                raise Stop("error", "submission.py failed to load:\n" + _tail(error))
+            raise Stop("error", "custom_kernel raised:\n" + _tail(error))
+        return reply
+
+    def _send(self, message: dict[str, Any]) -> None:
+        try:
+            send_message(self._fd, message, deadline=self.deadline)
+        except ChannelTimeout as exc:
+            raise Stop("timeout", "") from exc
+        except (ChannelClosed, ConnectionResetError) as exc:
+            raise self._exited() from exc
+
+    def request(self, message: dict[str, Any]) -> Exchange:
+        """Send one request; the reply with the harness-measured wall time around it and the
+        sandbox's CPU time over it."""
+        if not self._loaded:
+            raise RuntimeError("request before the submission was loaded")
+        with self.clock.phase(REQUEST_PHASES.get(str(message.get("op")), "requests")):
+            return self._exchange(message)
+
+    def _exchange(self, message: dict[str, Any]) -> Exchange:
+        cpu_before = self.child.cpu_seconds()
+        started = time.monotonic()
+        self._send(message)
+        reply = self._receive()
+        wall = time.monotonic() - started
+        cpu_after = self.child.cpu_seconds()
+        cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
+        return Exchange(reply, wall, cpu)
+
+    # -- slabs ------------------------------------------------------------------------------
+
+    def stage(self, purpose: str, layout: Layout, count: int) -> tuple[int, Sets]:
+        """`count` sets of `layout` in the runner's slab for `purpose` ("case", "batch"): the
+        slab it holds already when it is large enough (laid out anew), else a larger one
+        handed over in its place. The runner never unmaps a slab it was given (a submission
+        may keep views into it), so reusing one keeps its memory to the largest case's."""
+        need = count * layout.set_bytes
+        held = self._slabs.get(purpose)
+        with self.clock.phase("setup"):
+            if held is not None and held[1].nbytes >= need:
+                slab_id, slab = held
+                self._exchange_now({"op": "layout", "slab": slab_id, "sets": count,
+                                    "layout": layout.to_message()})  # fmt: skip
+                return slab_id, Sets(slab, layout, count)
+            if held is not None:
+                self._forget(purpose)
+            slab = shared.create(need, self.kind)
+            slab_id = next(_slab_ids)
+            self._slabs[purpose] = (slab_id, slab)
+            self._send({"op": "attach", "slab": slab_id, "nbytes": slab.nbytes, "sets": count,
+                        "layout": layout.to_message()})  # fmt: skip
+            try:
+                send_fd(self._sock, slab.fd, deadline=self.deadline)
+            except ChannelTimeout as exc:
+                raise Stop("timeout", "") from exc
+            except ChannelClosed as exc:
+                raise self._exited() from exc
+            self._receive()
+        return slab_id, Sets(slab, layout, count)
+
+    def _exchange_now(self, message: dict[str, Any]) -> None:
+        self._send(message)
+        self._receive()
+
+    def _forget(self, purpose: str) -> None:
+        """The runner drops a slab (keeping it mapped) and the harness lets its own go."""
+        slab_id, slab = self._slabs.pop(purpose)
+        try:
+            self._exchange_now({"op": "release", "slab": slab_id})
+        finally:
+            slab.close()
+
+    # -- the end ----------------------------------------------------------------------------
+
+    def close(self) -> sandbox.ProcessResult:
+        with contextlib.suppress(OSError):
+            self._sock.close()
+        if self._loaded or self._ready:
+            # A runner whose channel closed exits by itself; give it a moment.
+            self.child.wait(max(0.0, min(EXIT_GRACE_S, self.deadline - time.monotonic())))
+        result = self.child.result()
+        for _, slab in self._slabs.values():
+            slab.close()
+        self._slabs.clear()
+        shutil.rmtree(self.root, ignore_errors=True)
+        return result
+
+
+class Standby:
+    """The runner for a worker's next grading, started before that grading's job arrives:
+    `take` hands over the waiting one (or starts one) and starts its successor right away on
+    a GPU, where starting it costs the current grading nothing measurable; on the CPU the
+    successor starts once the current grading's timed work is done (`refill`)."""
+
+    def __init__(self) -> None:
+        self._next: RunnerSession | None = None
+
+    def take(self, kind: str, *, isolate: bool, memory_bytes: int | None) -> RunnerSession:
+        waiting, self._next = self._next, None
+        if waiting is not None and not (
+            waiting.matches(kind, isolate, memory_bytes) and waiting.alive()
+        ):
+            waiting.close()
+            waiting = None
+        session = waiting or RunnerSession(kind, isolate=isolate, memory_bytes=memory_bytes)
+        if kind != "cpu":
+            self.refill(kind, isolate=isolate, memory_bytes=memory_bytes)
+        return session
+
+    def refill(self, kind: str, *, isolate: bool, memory_bytes: int | None) -> None:
+        if self._next is None:
+            self._next = RunnerSession(kind, isolate=isolate, memory_bytes=memory_bytes)
+
+    def pids(self) -> set[int]:
+        """The waiting runner's processes (GPU hygiene counts them as the worker's own)."""
+        return self._next.pids() if self._next is not None else set()
+
+    def close(self) -> None:
+        waiting, self._next = self._next, None
+        if waiting is not None:
+            waiting.close()

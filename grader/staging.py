@@ -1,0 +1,267 @@
+"""A case's input sets and result slots laid out in a slab (grader/shared.py). The harness
+writes each set there from its own pristine copy and poisons what the submission must write
+before every call; the runner sees a set as the tensors custom_kernel receives and leaves
+its output in the set's result slots, or names the input buffer its output is. Every
+placement is the harness's: a runner names only a set, a slot or an input path the harness
+listed, and the harness copies what it reads out of the slab before judging it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from grader.inputs import iter_tensors, poison_tensor
+from grader.protocol import DTYPES, ChannelError
+from grader.report import Stop
+from grader.shared import ALIGN, Slab, aligned
+
+INPUT = "__kj_input__"
+SLOT = "__kj_slot__"
+ALIAS = "__kj_alias__"
+# An output that is neither in the slots nor an input buffer travels in the message itself
+# (a wrong shape or dtype, say): the harness still reads it to say what was wrong.
+INLINE = "inline"
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """One tensor of a set: where it starts (bytes from the set's start) and what it is."""
+
+    path: str
+    offset: int
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        count = 1
+        for n in self.shape:
+            count *= n
+        return count * DTYPES[self.dtype].itemsize
+
+    def to_message(self) -> list[Any]:
+        return [self.path, self.offset, self.dtype, list(self.shape)]
+
+    @classmethod
+    def from_message(cls, raw: Any) -> Placement:
+        if not (isinstance(raw, list) and len(raw) == 4):
+            raise ChannelError("malformed placement")
+        path, offset, dtype, shape = raw
+        if (
+            not isinstance(path, str)
+            or not isinstance(offset, int)
+            or offset < 0
+            or offset % ALIGN
+            or dtype not in DTYPES
+            or not isinstance(shape, list)
+            or not all(isinstance(n, int) and n >= 0 for n in shape)
+        ):
+            raise ChannelError("malformed placement")
+        return cls(path, offset, dtype, tuple(shape))
+
+
+def _skeleton(data: Any, path: str = "data") -> Any:
+    """The data tree with each tensor replaced by its path."""
+    if isinstance(data, torch.Tensor):
+        return {INPUT: path}
+    if isinstance(data, tuple):
+        return tuple(_skeleton(x, f"{path}[{i}]") for i, x in enumerate(data))
+    if isinstance(data, list):
+        return [_skeleton(x, f"{path}[{i}]") for i, x in enumerate(data)]
+    if isinstance(data, dict):
+        return {k: _skeleton(v, f"{path}[{k!r}]") for k, v in data.items()}
+    return data
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where one input set and its result slots lie; `set_bytes` apart from set to set."""
+
+    skeleton: Any
+    inputs: tuple[Placement, ...]
+    results: tuple[Placement, ...]
+    set_bytes: int
+
+    @classmethod
+    def of(cls, data: Any, expected: Any) -> Layout:
+        """The layout for sets shaped like `data`, with slots shaped like `expected`."""
+        offset = 0
+        placed: list[list[Placement]] = [[], []]
+        for index, tree in enumerate((data, expected)):
+            for path, tensor in iter_tensors(tree, "data" if index == 0 else "output"):
+                dtype = _dtype_name(tensor.dtype)
+                if dtype not in DTYPES:
+                    raise ValueError(f"{path}: tensors of {tensor.dtype} cannot be shared")
+                placement = Placement(path, offset, dtype, tuple(tensor.shape))
+                placed[index].append(placement)
+                offset += aligned(max(placement.nbytes, 1))
+        return cls(_skeleton(data), tuple(placed[0]), tuple(placed[1]), max(offset, ALIGN))
+
+    def to_message(self) -> dict[str, Any]:
+        return {
+            "skeleton": self.skeleton,
+            "inputs": [p.to_message() for p in self.inputs],
+            "results": [p.to_message() for p in self.results],
+            "set_bytes": self.set_bytes,
+        }
+
+    @classmethod
+    def from_message(cls, raw: Any) -> Layout:
+        if not isinstance(raw, dict) or not isinstance(raw.get("set_bytes"), int):
+            raise ChannelError("malformed layout")
+        inputs = tuple(Placement.from_message(p) for p in raw.get("inputs") or [])
+        results = tuple(Placement.from_message(p) for p in raw.get("results") or [])
+        set_bytes = raw["set_bytes"]
+        if (
+            set_bytes <= 0
+            or set_bytes % ALIGN
+            or any(p.offset + p.nbytes > set_bytes for p in (*inputs, *results))
+        ):
+            raise ChannelError("malformed layout")
+        return cls(raw.get("skeleton"), inputs, results, set_bytes)
+
+
+def _build(skeleton: Any, tensors: dict[str, torch.Tensor]) -> Any:
+    if isinstance(skeleton, dict) and INPUT in skeleton:
+        found = tensors.get(str(skeleton[INPUT]))
+        if found is None:
+            raise ChannelError("the layout names an input it does not place")
+        return found
+    if isinstance(skeleton, tuple):
+        return tuple(_build(x, tensors) for x in skeleton)
+    if isinstance(skeleton, list):
+        return [_build(x, tensors) for x in skeleton]
+    if isinstance(skeleton, dict):
+        return {k: _build(v, tensors) for k, v in skeleton.items()}
+    return skeleton
+
+
+class Sets:
+    """`count` sets of one layout in one slab, seen from either side. Views are made once per
+    set: a batch of calls then costs the calls, not the bookkeeping."""
+
+    def __init__(self, slab: Slab, layout: Layout, count: int) -> None:
+        if count < 1 or count * layout.set_bytes > slab.nbytes:
+            raise ChannelError("the sets do not fit their slab")
+        self.slab = slab
+        self.layout = layout
+        self.count = count
+        self._views: dict[int, _SetViews] = {}
+
+    def _set(self, index: int) -> _SetViews:
+        views = self._views.get(index)
+        if views is None:
+            if not isinstance(index, int) or not 0 <= index < self.count:
+                raise ChannelError(f"there is no set {index}")
+            base = index * self.layout.set_bytes
+
+            def view(p: Placement) -> torch.Tensor:
+                return self.slab.view(base + p.offset, DTYPES[p.dtype], p.shape)
+
+            inputs = {p.path: view(p) for p in self.layout.inputs}
+            views = _SetViews(
+                inputs,
+                [view(p) for p in self.layout.results],
+                _build(self.layout.skeleton, inputs),
+                {_memory(t): path for path, t in inputs.items()},
+            )
+            self._views[index] = views
+        return views
+
+    def inputs(self, index: int) -> dict[str, torch.Tensor]:
+        return self._set(index).inputs
+
+    def slots(self, index: int) -> list[torch.Tensor]:
+        return self._set(index).slots
+
+    def data(self, index: int) -> Any:
+        """Set `index` as the tree custom_kernel receives (views into the slab)."""
+        return self._set(index).data
+
+    # -- the harness's side ----------------------------------------------------------------
+
+    def write(self, index: int, data: Any, written: set[str]) -> None:
+        """Copy `data` into set `index`, then poison the buffers the submission writes and
+        every result slot, so that only what the coming call writes can pass."""
+        views = self.inputs(index)
+        for path, tensor in iter_tensors(data):
+            view = views.get(path)
+            if view is None or view.shape != tensor.shape or view.dtype != tensor.dtype:
+                raise ValueError(f"{path} does not fit the layout its case was given")
+            view.copy_(tensor)
+        for path in written:
+            if path in views:
+                poison_tensor(views[path])
+        for slot in self.slots(index):
+            poison_tensor(slot)
+
+    def output(self, index: int, described: Any) -> Any:
+        """The runner's output for set `index` as it describes it, copied out of the slab (a
+        runner still writing to it afterwards changes nothing the harness judges). Raises
+        Stop when the description names what the harness never placed."""
+        if not isinstance(index, int) or not 0 <= index < self.count:
+            raise Stop("error", "the runner named a set that does not exist")
+        if isinstance(described, torch.Tensor):
+            return described.clone()
+        if isinstance(described, dict) and set(described) == {SLOT}:
+            slot = described[SLOT]
+            slots = self.slots(index)
+            if not isinstance(slot, int) or not 0 <= slot < len(slots):
+                raise Stop("error", "the runner named a result slot that does not exist")
+            return slots[slot].clone()
+        if isinstance(described, dict) and set(described) == {ALIAS}:
+            found = self.inputs(index).get(str(described[ALIAS]))
+            if found is None:
+                raise Stop("error", "the runner named an input that does not exist")
+            return found.clone()
+        if type(described) in (tuple, list):
+            return type(described)(self.output(index, x) for x in described)
+        return described  # not a tensor tree: the harness's verdict says so
+
+    # -- the runner's side -----------------------------------------------------------------
+
+    def deposit(self, index: int, output: Any) -> Any:
+        """Leave `output` (exact tensors) in set `index`: the description the harness reads
+        back. A tensor that is one of the set's inputs is named; the others go into the slots
+        when they match them in order, shape and dtype, and otherwise travel inline."""
+        views = self._set(index)
+        single = type(output) is torch.Tensor
+        leaves = [output] if single else [t for _, t in iter_tensors(output)]
+        slots = views.slots
+        fits = len(leaves) == len(slots) and all(
+            t.shape == s.shape and t.dtype == s.dtype for t, s in zip(leaves, slots, strict=True)
+        )
+        counter = iter(range(len(leaves)))
+
+        def describe(node: Any) -> Any:
+            if isinstance(node, torch.Tensor):
+                position = next(counter)
+                alias = views.by_memory.get(_memory(node))
+                if alias is not None:
+                    return {ALIAS: alias}
+                if not fits:
+                    return node.detach().to("cpu").contiguous()
+                slots[position].copy_(node)
+                return {SLOT: position}
+            return type(node)(describe(x) for x in node)
+
+        return describe(output)
+
+
+@dataclass(frozen=True)
+class _SetViews:
+    inputs: dict[str, torch.Tensor]
+    slots: list[torch.Tensor]
+    data: Any
+    by_memory: dict[tuple[Any, ...], str]
+
+
+def _memory(tensor: torch.Tensor) -> tuple[Any, ...]:
+    """What makes two tensors the same memory seen the same way."""
+    return (tensor.device, tensor.data_ptr(), tensor.shape, tensor.dtype, tensor.stride())
