@@ -23,6 +23,16 @@
 #                                         #    each with inputs of its own (the nonce)
 #   bash bench/h200_session.sh sandbox    # one stream: the sandbox's tests, the corpus's CUDA
 #                                         #    cases, every built-in solution on CUDA
+#   bash bench/h200_session.sh speed      # one stream: (PROBE=1) the device-resident transport
+#                                         #    (bench/transport_probe.py), a backlog through
+#                                         #    the service (bench/backlog.py: turnaround, test
+#                                         #    and leaderboard gradings a minute, the GPU's
+#                                         #    busy fraction, scores of vectoradd, rmsnorm and
+#                                         #    matmul over fresh gradings), GPU MODE's eval.py
+#                                         #    beside ours on its vectoradd_py (.ext/gpumode)
+#   bash bench/h200_session.sh cases      # one stream: the corpus's CUDA cases, the GPU's
+#                                         #    state around them, (NCU=1) our medians against ncu
+#   bash bench/h200_session.sh speedcases # speed, then cases
 #   bash bench/h200_session.sh ranked     # A: a persisting-L2 window against the flush
 #                                         #    (bench/l2_persisting.py: honest medians with
 #                                         #    the reset off and on too), the corpus's CUDA
@@ -220,6 +230,36 @@ sandbox_stream() {  # after a change to the sandbox: its tests, the CUDA cases, 
     -p no:cacheprovider -rs tests/grader/test_builtin_problems.py
 }
 
+speed_stream() {  # the grader with inputs and outputs in device memory, through the service
+  if [ -n "${PROBE:-}" ]; then
+    step 60 "the transport: a slab across the sandbox, context starts beside a timed kernel" \
+      python3 bench/transport_probe.py --skip-grading --out "$out/probe.json"
+  fi
+  step 270 "backlog through serve: turnaround, test and leaderboard gradings a minute" \
+    python3 bench/backlog.py --problem vectoradd --problem rmsnorm --problem matmul \
+    --test 40 --leaderboard 10 --users 4 --turnarounds 6 --out "$out/backlog.json"
+  step 60 "GPU MODE's eval.py and kerneljudge grade on its vectoradd_py" \
+    python3 bench/gpumode_side_by_side.py .ext/gpumode/pmpp_v2/vectoradd_py \
+    problems/vectoradd/solutions/pytorch.py --out "$out/side_by_side.json"
+}
+
+cases_stream() {  # the corpus's CUDA cases (and, with NCU=1, our medians against Nsight Compute)
+  step 30 "GPU state before the corpus" python3 -c \
+    "from grader.hygiene import gpu_state; print(gpu_state())"
+  step 240 "hostile corpus, CUDA cases" python3 -m pytest -q -p no:cacheprovider -rs \
+    tests/hostile/test_corpus.py -k "$(cuda_cases)"
+  step 30 "GPU state after the CUDA cases" python3 -c \
+    "from grader.hygiene import gpu_state; print(gpu_state())"
+  if [ -n "${NCU:-}" ]; then
+    step 200 "our medians against ncu" python3 bench/validate_timing.py compare "$out"
+  fi
+}
+
+speed_and_cases() {
+  speed_stream
+  cases_stream
+}
+
 one_stream() {  # one_stream NAME: a single stream, on this host's first GPU
   CUDA_VISIBLE_DEVICES=0 "$1" >"$out/a.log" 2>&1
   echo "---- stream"; grep -v '"GET /api' "$out/a.log" | tail -c 9000
@@ -235,5 +275,8 @@ case "$what" in
   worker) one_stream worker_stream ;;
   repeat) one_stream repeat_stream ;;
   sandbox) one_stream sandbox_stream ;;
+  speed) one_stream speed_stream ;;
+  cases) one_stream cases_stream ;;
+  speedcases) one_stream speed_and_cases ;;
   *) echo "unknown: $what"; exit 2 ;;
 esac

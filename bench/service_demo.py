@@ -8,8 +8,10 @@ show the service grading on a GPU worker (see docs/benchmarks.md)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -72,6 +74,8 @@ def serving(env: dict[str, str], log_path: Path) -> Iterator[str]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     base = f"http://127.0.0.1:{port}"
+    # Stopped from outside (a step's time limit), this process still ends the service.
+    previous = signal.signal(signal.SIGTERM, _exit_on_signal)
     with open(log_path, "wb") as log:
         serve = subprocess.Popen(
             [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
@@ -88,6 +92,15 @@ def serving(env: dict[str, str], log_path: Path) -> Iterator[str]:
         finally:
             serve.terminate()
             serve.wait(timeout=60)
+            # Whatever of its process group is left (a worker still shutting down, its
+            # runners) goes too: nothing may keep the GPU after the run.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(serve.pid, signal.SIGKILL)
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def demo(base: str, token: str, solutions: list[str]) -> int:

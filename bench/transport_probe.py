@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import socket
 import statistics
 import sys
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import sandbox
 from grader import shared
 from grader.confine import runner_env, runner_isolation
+from grader.hygiene import gpu_state, unclean
 
 CHILD = r"""
 import json, os, socket, sys, time
@@ -142,6 +144,15 @@ def slab_across_sandbox(out: dict[str, Any]) -> None:
         out["expected_sum"] = float(slab.nbytes // 4)
         seen = slab.view(0, torch.float32, [slab.nbytes // 4])
         out["child_writes_seen"] = bool(torch.all(seen == 2.0).item())
+        # GPU hygiene must tell a sandboxed runner's processes, as its cgroup lists them,
+        # from a leftover: nvidia-smi must name them by the same pids.
+        state = gpu_state()
+        out["gpu_state_with_child"] = str(state)
+        out["child_pids"] = sorted(child.process.pids())
+        out["own_pids"] = [os.getpid()]
+        if state is not None:
+            own = frozenset({os.getpid(), *child.process.pids()})
+            out["unclean_with_child_counted_out"] = unclean((0,), state, own)
         result = child.finish()
         out["child_exit"] = result.returncode
         out["child_stderr"] = result.stderr[-2000:]

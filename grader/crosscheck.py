@@ -24,7 +24,7 @@ from grader.plausibility import HarnessClock, label
 from grader.report import Stop
 from grader.session import RunnerSession
 from grader.shared import Slab
-from grader.staging import Layout, Sets
+from grader.staging import READ, Layout, Sets
 
 # The most memory a batch's sets take on each device (twice over: the harness's own image
 # of them and the slab the runner reads), and on a GPU an eighth of what is free at most.
@@ -86,7 +86,7 @@ def cross_check(
             )
             pristine.write(index, data, setup.written)
         checked = pick.sample(range(count), min(CHECKED_PER_BATCH, count))
-        outputs, clocks = _timed_batch(session, sets.slab, image, slab_id, kind)
+        outputs, clocks = _timed_batch(session, sets, image, slab_id, kind)
         batches.append(clocks)
         if not isinstance(outputs, list) or len(outputs) != count:
             raise Stop("error", "the runner answered a batch with the wrong outputs")
@@ -108,7 +108,7 @@ def cross_check(
                 )
     pings = [session.request({"op": "ping"}).clocks for _ in range(3)]
     bandwidth = peaks.copy_bytes_per_s if peaks is not None else math.inf
-    copy_s = 2 * image.nbytes / bandwidth
+    copy_s = 2 * layout.read_part(count)[1] / bandwidth
     return plausibility.batch_clock(
         count,
         [(wall - copy_s, cpu) for wall, cpu in batches],
@@ -119,12 +119,19 @@ def cross_check(
 
 
 def _timed_batch(
-    session: RunnerSession, slab: Slab, image: Slab, slab_id: int, kind: str
+    session: RunnerSession, sets: Sets, image: Slab, slab_id: int, kind: str
 ) -> tuple[Any, tuple[float, float | None]]:
-    """Copy the prepared sets into the runner's slab and run the batch, all on one clock."""
+    """The prepared sets into the runner's slab, and the batch run, on one clock: the
+    buffers the calls write and the result slots (poisoned) go in before it starts, the
+    inputs the calls read inside it, so no call can be worked on before its clock runs."""
+    start, length = sets.layout.read_part(sets.count)
+    end = sets.count * sets.layout.set_bytes
+    sets.slab.raw[start + length : end].copy_(image.raw[start + length : end])
+    if kind == "cuda":
+        torch.cuda.synchronize()  # the sets' making and their poisoned outputs are done
     cpu_before = session.child.cpu_seconds()
     started = time.monotonic()
-    slab.raw[: image.nbytes].copy_(image.raw)
+    sets.slab.raw[start : start + length].copy_(image.raw[start : start + length])
     if kind == "cuda":
         torch.cuda.synchronize()
     exchange = session.request({"op": "batch", "slab": slab_id})
@@ -140,7 +147,7 @@ def _cold_inputs_s(layout: Layout) -> float:
     core's caches, while a batch call finds its inputs where the harness wrote them: the time
     to bring them over once. (Leaderboard mode's timed calls, like the batch's, find fresh
     inputs the harness wrote; on a GPU every call finds its inputs outside L2.)"""
-    return sum(p.nbytes for p in layout.inputs) / CPU_COLD_BYTES_PER_S
+    return sum(p.nbytes for p in layout.inputs if p.part == READ) / CPU_COLD_BYTES_PER_S
 
 
 def _capped(cpu_s: float | None) -> float | None:

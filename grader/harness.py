@@ -301,7 +301,7 @@ class _Grading:
 
     def _grade_case(self, session: RunnerSession, setup: CaseSetup, result: CaseResult) -> None:
         try:
-            layout = Layout.of(setup.data, setup.expected)
+            layout = Layout.of(setup.data, setup.expected, setup.written)
         except ValueError as exc:
             raise Stop("error", f"the problem's inputs cannot be handed over: {exc}") from exc
         slab_id, sets = session.stage("case", layout, 1)

@@ -11,7 +11,10 @@ process, so the harness checks every answer. Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import importlib
+import os
 import socket
 import sys
 import traceback
@@ -111,6 +114,13 @@ class Runner:
         return plain_output(self.kernel(sets.data(index)))
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
+        reply = self._handle(request)
+        if self.device != "cpu" and request.get("op") in ("run", "time", "time_one", "batch"):
+            # The outputs left in the slab are read by another process once this replies.
+            torch.cuda.synchronize()
+        return reply
+
+    def _handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
         if op == "attach":
             return self._attach(request)
@@ -161,8 +171,6 @@ class Runner:
             # Back to back, each output left in its own set as soon as it is made: the harness
             # times the whole request on its own clock and then checks sets of its choosing.
             outputs = [sets.deposit(i, self._call(sets, i)) for i in range(sets.count)]
-            if self.device != "cpu":
-                torch.cuda.synchronize()
             return {"ok": True, "outputs": outputs}
         raise SubmissionError(f"the runner does not know the request {op!r}")
 
@@ -239,12 +247,24 @@ def serve(sock: socket.socket, device: str) -> None:
             return
 
 
+def leave() -> None:
+    """Exit at once once the harness is done: what the submission printed is flushed (C's
+    buffers too), and the interpreter's own teardown, tenths of a second with torch
+    loaded, is skipped; the harness waits for this exit before it collects the output."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).fflush(None)
+    os._exit(0)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="grader.runner")
     parser.add_argument("--channel-fd", type=int, required=True)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     args = parser.parse_args(argv)
     serve(socket.socket(fileno=args.channel_fd), args.device)
+    leave()
 
 
 if __name__ == "__main__":

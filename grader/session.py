@@ -1,10 +1,11 @@
 """The harness's side of the channel to one runner: starting it in the sandbox (before its
 submission is known), loading the submission into it, handing it slabs, and every request
 after that, each bounded by the grading's deadline. `Standby` keeps the next grading's runner
-started while the current one is graded, so a worker's grading finds it ready."""
+started while the current one is graded, so a worker's grading finds one ready."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import os
@@ -33,6 +34,9 @@ from grader.shared import Slab
 from grader.staging import Layout, Sets
 
 EXIT_GRACE_S = 2.0
+# Runners a worker keeps started for its next gradings, by device kind (each holds a CUDA
+# context on a GPU, about 0.6 GiB of its memory).
+STANDBY_RUNNERS = {"cuda": 4, "cpu": 1}
 # The problem's files that stay in the harness: the runner never sees its reference.
 SKIP_IN_RUNNER = frozenset({"reference.py", "eval.py", "task.yml"})
 # The report's phase each request counts for (see PhaseClock).
@@ -257,35 +261,38 @@ class RunnerSession:
 
 
 class Standby:
-    """The runner for a worker's next grading, started before that grading's job arrives:
-    `take` hands over the waiting one (or starts one) and starts its successor right away on
-    a GPU, where starting it costs the current grading nothing measurable; on the CPU the
-    successor starts once the current grading's timed work is done (`refill`)."""
+    """The runners for a worker's next gradings, started before their jobs arrive: `take`
+    hands over the oldest waiting one (or starts one). On a GPU it keeps `STANDBY_RUNNERS`
+    waiting, the successors starting right away, where starting them costs the current
+    grading nothing measurable (bench/transport_probe.py) and a short grading would
+    otherwise wait for a runner's start (about 4 s on an H200, most of it importing torch);
+    on the CPU one, started once the current grading's timed work is done (`refill`)."""
 
     def __init__(self) -> None:
-        self._next: RunnerSession | None = None
+        self._waiting: collections.deque[RunnerSession] = collections.deque()
 
     def take(self, kind: str, *, isolate: bool, memory_bytes: int | None) -> RunnerSession:
-        waiting, self._next = self._next, None
-        if waiting is not None and not (
-            waiting.matches(kind, isolate, memory_bytes) and waiting.alive()
-        ):
-            waiting.close()
-            waiting = None
-        session = waiting or RunnerSession(kind, isolate=isolate, memory_bytes=memory_bytes)
+        session = None
+        while self._waiting and session is None:
+            candidate = self._waiting.popleft()
+            if candidate.matches(kind, isolate, memory_bytes) and candidate.alive():
+                session = candidate
+            else:
+                candidate.close()
+        if session is None:
+            session = RunnerSession(kind, isolate=isolate, memory_bytes=memory_bytes)
         if kind != "cpu":
             self.refill(kind, isolate=isolate, memory_bytes=memory_bytes)
         return session
 
     def refill(self, kind: str, *, isolate: bool, memory_bytes: int | None) -> None:
-        if self._next is None:
-            self._next = RunnerSession(kind, isolate=isolate, memory_bytes=memory_bytes)
+        while len(self._waiting) < STANDBY_RUNNERS.get(kind, 1):
+            self._waiting.append(RunnerSession(kind, isolate=isolate, memory_bytes=memory_bytes))
 
     def pids(self) -> set[int]:
-        """The waiting runner's processes (GPU hygiene counts them as the worker's own)."""
-        return self._next.pids() if self._next is not None else set()
+        """The waiting runners' processes (GPU hygiene counts them as the worker's own)."""
+        return set().union(*(session.pids() for session in self._waiting))
 
     def close(self) -> None:
-        waiting, self._next = self._next, None
-        if waiting is not None:
-            waiting.close()
+        while self._waiting:
+            self._waiting.popleft().close()

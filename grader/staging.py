@@ -3,7 +3,11 @@ writes each set there from its own pristine copy and poisons what the submission
 before every call; the runner sees a set as the tensors custom_kernel receives and leaves
 its output in the set's result slots, or names the input buffer its output is. Every
 placement is the harness's: a runner names only a set, a slot or an input path the harness
-listed, and the harness copies what it reads out of the slab before judging it."""
+listed, and the harness copies what it reads out of the slab before judging it.
+
+A slab of several sets holds first every set's inputs that a call reads (the `read` part,
+set after set), then every set's buffers it writes and result slots (the `rest`): the
+harness's own-clock batches copy only the read part inside their timed span."""
 
 from __future__ import annotations
 
@@ -29,11 +33,16 @@ def _dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+READ, REST = 0, 1  # the two parts of a slab
+
+
 @dataclass(frozen=True)
 class Placement:
-    """One tensor of a set: where it starts (bytes from the set's start) and what it is."""
+    """One tensor of a set: which part of the slab it is in, where it starts (bytes from the
+    set's start in that part) and what it is."""
 
     path: str
+    part: int
     offset: int
     dtype: str
     shape: tuple[int, ...]
@@ -46,15 +55,16 @@ class Placement:
         return count * DTYPES[self.dtype].itemsize
 
     def to_message(self) -> list[Any]:
-        return [self.path, self.offset, self.dtype, list(self.shape)]
+        return [self.path, self.part, self.offset, self.dtype, list(self.shape)]
 
     @classmethod
     def from_message(cls, raw: Any) -> Placement:
-        if not (isinstance(raw, list) and len(raw) == 4):
+        if not (isinstance(raw, list) and len(raw) == 5):
             raise ChannelError("malformed placement")
-        path, offset, dtype, shape = raw
+        path, part, offset, dtype, shape = raw
         if (
             not isinstance(path, str)
+            or part not in (READ, REST)
             or not isinstance(offset, int)
             or offset < 0
             or offset % ALIGN
@@ -63,7 +73,7 @@ class Placement:
             or not all(isinstance(n, int) and n >= 0 for n in shape)
         ):
             raise ChannelError("malformed placement")
-        return cls(path, offset, dtype, tuple(shape))
+        return cls(path, part, offset, dtype, tuple(shape))
 
 
 def _skeleton(data: Any, path: str = "data") -> Any:
@@ -81,50 +91,71 @@ def _skeleton(data: Any, path: str = "data") -> Any:
 
 @dataclass(frozen=True)
 class Layout:
-    """Where one input set and its result slots lie; `set_bytes` apart from set to set."""
+    """Where one input set and its result slots lie: `read_bytes` of it in the read part,
+    `rest_bytes` in the rest, set after set in each."""
 
     skeleton: Any
     inputs: tuple[Placement, ...]
     results: tuple[Placement, ...]
-    set_bytes: int
+    read_bytes: int
+    rest_bytes: int
+
+    @property
+    def set_bytes(self) -> int:
+        return self.read_bytes + self.rest_bytes
 
     @classmethod
-    def of(cls, data: Any, expected: Any) -> Layout:
-        """The layout for sets shaped like `data`, with slots shaped like `expected`."""
-        offset = 0
+    def of(
+        cls, data: Any, expected: Any, written: set[str] | frozenset[str] = frozenset()
+    ) -> Layout:
+        """The layout for sets shaped like `data` (the tensors at `written` being buffers the
+        call writes), with slots shaped like `expected`."""
+        offsets = [0, 0]
         placed: list[list[Placement]] = [[], []]
         for index, tree in enumerate((data, expected)):
             for path, tensor in iter_tensors(tree, "data" if index == 0 else "output"):
                 dtype = _dtype_name(tensor.dtype)
                 if dtype not in DTYPES:
                     raise ValueError(f"{path}: tensors of {tensor.dtype} cannot be shared")
-                placement = Placement(path, offset, dtype, tuple(tensor.shape))
+                part = READ if index == 0 and path not in written else REST
+                placement = Placement(path, part, offsets[part], dtype, tuple(tensor.shape))
                 placed[index].append(placement)
-                offset += aligned(max(placement.nbytes, 1))
-        return cls(_skeleton(data), tuple(placed[0]), tuple(placed[1]), max(offset, ALIGN))
+                offsets[part] += aligned(max(placement.nbytes, 1))
+        return cls(
+            _skeleton(data),
+            tuple(placed[0]),
+            tuple(placed[1]),
+            max(offsets[READ], ALIGN),
+            max(offsets[REST], ALIGN),
+        )
 
     def to_message(self) -> dict[str, Any]:
         return {
             "skeleton": self.skeleton,
             "inputs": [p.to_message() for p in self.inputs],
             "results": [p.to_message() for p in self.results],
-            "set_bytes": self.set_bytes,
+            "read_bytes": self.read_bytes,
+            "rest_bytes": self.rest_bytes,
         }
 
     @classmethod
     def from_message(cls, raw: Any) -> Layout:
-        if not isinstance(raw, dict) or not isinstance(raw.get("set_bytes"), int):
+        if not isinstance(raw, dict):
             raise ChannelError("malformed layout")
         inputs = tuple(Placement.from_message(p) for p in raw.get("inputs") or [])
         results = tuple(Placement.from_message(p) for p in raw.get("results") or [])
-        set_bytes = raw["set_bytes"]
-        if (
-            set_bytes <= 0
-            or set_bytes % ALIGN
-            or any(p.offset + p.nbytes > set_bytes for p in (*inputs, *results))
-        ):
+        strides = (raw.get("read_bytes"), raw.get("rest_bytes"))
+        if not all(isinstance(n, int) and n > 0 and n % ALIGN == 0 for n in strides):
             raise ChannelError("malformed layout")
-        return cls(raw.get("skeleton"), inputs, results, set_bytes)
+        if any(p.offset + p.nbytes > strides[p.part] for p in (*inputs, *results)):  # type: ignore[operator]
+            raise ChannelError("malformed layout")
+        if any(p.part != REST for p in results):
+            raise ChannelError("malformed layout")
+        return cls(raw.get("skeleton"), inputs, results, *strides)  # type: ignore[arg-type]
+
+    def read_part(self, count: int) -> tuple[int, int]:
+        """(offset, bytes) of the read part of a slab of `count` sets."""
+        return 0, count * self.read_bytes
 
 
 def _build(skeleton: Any, tensors: dict[str, torch.Tensor]) -> Any:
@@ -159,10 +190,14 @@ class Sets:
         if views is None:
             if not isinstance(index, int) or not 0 <= index < self.count:
                 raise ChannelError(f"there is no set {index}")
-            base = index * self.layout.set_bytes
+            layout = self.layout
+            bases = (
+                index * layout.read_bytes,
+                self.count * layout.read_bytes + index * layout.rest_bytes,
+            )
 
             def view(p: Placement) -> torch.Tensor:
-                return self.slab.view(base + p.offset, DTYPES[p.dtype], p.shape)
+                return self.slab.view(bases[p.part] + p.offset, DTYPES[p.dtype], p.shape)
 
             inputs = {p.path: view(p) for p in self.layout.inputs}
             views = _SetViews(

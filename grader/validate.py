@@ -19,7 +19,7 @@ from grader.check import run_check
 from grader.device import detect_device
 from grader.devicemap import harness_device_map
 from grader.expected import CUDA_ONLY, device_env, import_reference
-from grader.harness import grade
+from grader.harness import Standby, grade
 from grader.inputs import clone_data, devices_of, iter_tensors, seeded_case
 from grader.problem import Problem
 
@@ -110,6 +110,7 @@ def validate(
     timeouts: dict[str, float] | None = None,
     memory_bytes: int | None = None,
     isolate: bool = True,
+    standby: Standby | None = None,
 ) -> ValidationReport:
     """Validate `problem` on this host's `device`; later steps are skipped once the
     reference itself is broken, since every grading would only repeat that."""
@@ -147,6 +148,7 @@ def validate(
                     isolate=isolate,
                     memory_bytes=memory_bytes,
                     screen=False,  # the organizer's own code, not a competitor's
+                    standby=standby,
                 ),
             )
         )
@@ -173,6 +175,7 @@ def validate(
                         timeout_s=limits.get("test"),
                         isolate=isolate,
                         memory_bytes=memory_bytes,
+                        standby=standby,
                     ),
                 )
             )

@@ -18,6 +18,7 @@ from rich.table import Table
 from server.devices import calibrate_local_device, local_device
 
 PR_SET_PDEATHSIG = 1
+GRADINGS_PER_PROCESS = 200
 
 app = typer.Typer(help="KernelJudge: a server for GPU kernel competitions.", no_args_is_help=True)
 user_app = typer.Typer(help="Manage users.", no_args_is_help=True)
@@ -48,14 +49,16 @@ def worker_argv(queues: list[str], *, grading: bool, concurrency: int) -> list[s
     argv = ["worker", "--queues", ",".join(queues), "-n", name, "--loglevel", "INFO"]
     argv += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
     if grading:
-        # Each grading gets a fresh process: no CUDA context or memory carries over.
+        # A pool process is the trusted harness for many gradings (each submission runs in a
+        # runner of its own, started before its job arrives), replaced now and then so that
+        # nothing it might accumulate lasts.
         argv += [
             "--pool",
             "prefork",
             "--concurrency",
             str(concurrency),
             "--max-tasks-per-child",
-            "1",
+            str(GRADINGS_PER_PROCESS),
         ]
     else:
         argv += ["--pool", "solo"]
@@ -97,9 +100,9 @@ def worker(
         )
     grading = [q for q in names if q != RESULTS_QUEUE]
     if grading:
-        # Imported once, before the pool forks a process per grading: each then starts with
+        # Imported once, before the pool forks its grading processes: each then starts with
         # torch and the grader loaded instead of importing them itself (about 1.3 s on a
-        # CPU). Importing torch does not touch CUDA, so no grading inherits a context.
+        # CPU). Importing torch does not touch CUDA, so no pool process inherits a context.
         import server.worker.gpu  # noqa: F401  (it imports grader.harness, and that torch)
     if RESULTS_QUEUE in names:
         prepare_database()

@@ -183,6 +183,7 @@ class Submission(Base):
         Index("ix_submissions_leaderboard", "problem_id", "gpu_type", "mode", "status"),
         # A queued submission's place in its device type's queue, asked at every poll.
         Index("ix_submissions_queue", "gpu_type", "status", "id"),
+        Index("ix_submissions_started", "gpu_type", "started_at"),
         # A client's retry with the same Idempotency-Key finds the submission it made.
         UniqueConstraint("user_id", "idempotency_key"),
     )
@@ -278,11 +279,15 @@ class AuditEntry(Base):
 
 class OutboxMessage(Base):
     """A job for the queue, written in the transaction that made it necessary, so it exists
-    exactly when that change does. Sent after the commit, and sent again by the sweeper
-    while its job is neither done nor held by the broker."""
+    exactly when that change does. Sent after the commit (a grading once its device's queue
+    has room, in fair order: server/worker/dispatch.py), and sent again by the sweeper while
+    its job is neither done nor held by the broker."""
 
     __tablename__ = "outbox"
-    __table_args__ = (Index("ix_outbox_job_subject", "job", "subject_id"),)
+    __table_args__ = (
+        Index("ix_outbox_job_subject", "job", "subject_id"),
+        Index("ix_outbox_dispatch", "queue", "done_at", "sent_at"),
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     # The job's name (server.worker.jobs.Job) and the id of the row it is about: a
@@ -290,7 +295,12 @@ class OutboxMessage(Base):
     job: Mapped[str] = mapped_column(NulFreeString(32))
     subject_id: Mapped[int] = mapped_column(Integer)
     queue: Mapped[str] = mapped_column(NulFreeString(32))
+    # A grading's place in the fair order: whose it is, and its mode's priority (lower first).
+    user_id: Mapped[int | None] = mapped_column(Integer, default=None)
+    priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # When a worker said it started the job (a sent job not started yet waits in the broker).
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     # The last send: when, under which task id, and how many sends in all.
     sent_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     task_id: Mapped[str | None] = mapped_column(NulFreeString(64), default=None)

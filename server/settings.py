@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     # a send it leaves a job alone (a message in flight is not in the broker's lists yet).
     sweep_interval_s: float = Field(default=10.0, gt=0)
     sweep_grace_s: float = Field(default=30.0, ge=0)
+    # Gradings sent to a device's queue beyond one per free worker. 0: each waits in the
+    # outbox until a worker is free, and they go in fair order (server/worker/dispatch.py);
+    # more saves a worker the moment between jobs at the cost of that order.
+    dispatch_ahead: int = Field(default=0, ge=0)
     # One log line per request from the API; off by default, since at a crowd's rate the
     # line costs more than the request (a reverse proxy in front usually logs them anyway).
     access_log: bool = False
@@ -87,7 +91,7 @@ class Settings(BaseSettings):
     @property
     def resolved_broker_url(self) -> str:
         if self.broker_is_embedded:
-            return f"sqla+sqlite:///{(self.data_dir / 'broker.sqlite3').resolve()}"
+            return f"kjsqla+sqlite:///{(self.data_dir / 'broker.sqlite3').resolve()}"
         return self.broker_url
 
     def ensure_data_dir(self) -> None:

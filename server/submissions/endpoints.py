@@ -10,7 +10,6 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from grader.report import Status
 from server.deps import CurrentUser, RowId, SessionDep, SettingsDep
 from server.errors import (
     BadRequest,
@@ -24,7 +23,7 @@ from server.errors import (
 )
 from server.models import Submission, User
 from server.settings import Settings
-from server.submissions import disclosure, repository, service
+from server.submissions import disclosure, service
 from server.submissions.schemas import SubmissionAccepted, SubmissionCreate, SubmissionOut
 
 router = APIRouter(prefix="/api/v1/submissions", tags=["submissions"])
@@ -166,6 +165,7 @@ def read_submission(submission_id: RowId, session: SessionDep, user: CurrentUser
 def submission_out(session: SessionDep, submission: Submission, viewer: User) -> SubmissionOut:
     report = submission.report or {}
     shown = disclosure.disclose(viewer, submission)
+    wait = service.queue_wait(session, submission)
     return SubmissionOut(
         id=submission.id,
         problem=submission.problem.name,
@@ -180,12 +180,10 @@ def submission_out(session: SessionDep, submission: Submission, viewer: User) ->
         hidden=submission.is_hidden,
         hacked=submission.is_hacked,
         cases=shown.cases,
-        queue_position=(
-            repository.queue_position(session, submission)
-            if submission.status == Status.QUEUED
-            else None
-        ),
+        queue_position=wait.position if wait is not None else None,
+        expected_wait_s=wait.expected_s if wait is not None else None,
         worker=submission.worker,
+        phases=service.phases(submission),
         device_name=report.get("device_name"),
         device_peaks=report.get("device_peaks"),
         stdout=shown.stdout,

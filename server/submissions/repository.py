@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session, joinedload
 
-from grader.report import Status
 from server.models import Submission, User
 
 
@@ -24,22 +23,6 @@ def get_submission(
 def get_by_idempotency_key(session: Session, user_id: int, key: str) -> Submission | None:
     return session.scalar(
         select(Submission).where(Submission.user_id == user_id, Submission.idempotency_key == key)
-    )
-
-
-def queue_position(session: Session, submission: Submission) -> int:
-    """How many submissions for the same device type wait ahead of this one."""
-    return (
-        session.scalar(
-            select(func.count())
-            .select_from(Submission)
-            .where(
-                Submission.gpu_type == submission.gpu_type,
-                Submission.status == Status.QUEUED,
-                Submission.id < submission.id,
-            )
-        )
-        or 0
     )
 
 

@@ -43,9 +43,20 @@ class SubmissionOut(BaseModel):
     hacked: bool = Field(description="an organizer marked it as hacked: it is off the leaderboard")
     cases: list[dict[str, Any]]
     queue_position: int | None = Field(
-        description="submissions ahead of this one for the same device type, while queued"
+        description="while queued: submissions that start before this one on its device type "
+        "(test mode goes first, then users take turns)"
+    )
+    expected_wait_s: float | None = Field(
+        description="while queued: the expected seconds until its grading starts, from how "
+        "long recent gradings on its device type took"
     )
     worker: str | None
+    phases: dict[str, float] = Field(
+        description="where the time went, in seconds: queue_wait (from submitting to a worker "
+        "starting it), then the grading's own phases (runner_start, load: the import with any "
+        "compilation, inputs, reference, first_calls, checks, timed_calls and "
+        "pauses_in_timed_calls, cross_check, setup, teardown)"
+    )
     device_name: str | None
     device_peaks: dict[str, Any] | None = Field(
         description="the worker's measured copy bandwidth and matrix rate behind each "
@@ -97,6 +108,8 @@ class GradingReport(BaseModel):
     stdout: str = ""
     stderr: str = ""
     wall_s: float = 0.0
+    # Seconds per phase of the grading (grader.report.PhaseClock).
+    phases: dict[str, float] = Field(default_factory=dict)
 
     @field_validator("status")
     @classmethod

@@ -29,7 +29,7 @@ from server.problems import service as problems
 from server.settings import Settings
 from server.submissions import repository
 from server.submissions.schemas import GradingReport
-from server.worker import jobs
+from server.worker import dispatch, jobs
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def create_submission(
     )
     session.add(submission)
     session.flush()
-    jobs.enqueue(session, jobs.Job.GRADE, submission.id, queue=gpu_type)
+    jobs.enqueue(session, jobs.Job.GRADE, submission.id, queue=gpu_type, user_id=user.id, mode=mode)
     return submission, False
 
 
@@ -224,7 +224,14 @@ def moderate(session: Session, submission_id: int, action: str, admin: User) -> 
         if submission.status not in TERMINAL:
             raise Conflict(f"submission {submission_id} is still {submission.status}")
         reset_for_rerun(submission)
-        jobs.enqueue(session, jobs.Job.GRADE, submission.id, queue=submission.gpu_type)
+        jobs.enqueue(
+            session,
+            jobs.Job.GRADE,
+            submission.id,
+            queue=submission.gpu_type,
+            user_id=submission.user_id,
+            mode=submission.mode,
+        )
     else:
         raise BadRequest(f"unknown action {action!r}")
     session.flush()
@@ -260,13 +267,41 @@ def reset_for_rerun(submission: Submission) -> None:
     submission.runs.clear()
 
 
-def mark_running(session: Session, submission_id: int, worker: str) -> None:
+def mark_running(session: Session, submission_id: int, worker: str) -> str | None:
+    """A worker started grading it; the device queue it left, which has room now."""
     submission = repository.get_submission(session, submission_id, for_update=True)
-    if submission is None or submission.status != Status.QUEUED:
-        return
-    submission.status = Status.RUNNING
-    submission.started_at = utcnow()
-    submission.worker = worker
+    if submission is None:
+        return None
+    jobs.started(session, jobs.Job.GRADE, submission_id)
+    if submission.status == Status.QUEUED:
+        submission.status = Status.RUNNING
+        submission.started_at = utcnow()
+        submission.worker = worker
+    return submission.gpu_type
+
+
+def queue_wait(session: Session, submission: Submission) -> dispatch.Wait | None:
+    """While it is queued: its place in its device's queue and the expected wait."""
+    return dispatch.wait_for(session, submission)
+
+
+def phases(submission: Submission) -> dict[str, float]:
+    """Where a submission's time went: its wait in the queue, then its grading's phases."""
+    found: dict[str, float] = {}
+    if submission.started_at is not None:
+        found["queue_wait"] = max(
+            0.0, (submission.started_at - submission.created_at).total_seconds()
+        )
+    raw = (submission.report or {}).get("phases")
+    if isinstance(raw, dict):
+        found.update({str(k): float(v) for k, v in raw.items() if isinstance(v, int | float)})
+    return found
+
+
+def queue_of(session: Session, submission_id: int) -> str | None:
+    """The device queue a submission is graded on."""
+    submission = session.get(Submission, submission_id)
+    return submission.gpu_type if submission is not None else None
 
 
 def record_report(session: Session, submission_id: int, report: GradingReport, worker: str) -> bool:

@@ -50,6 +50,17 @@ def duration(seconds: object) -> str:
     return f"{value:.0f} {unit}" if value >= 1000 else f"{value:.3g} {unit}"
 
 
+def wait_time(seconds: object) -> str:
+    """An expected wait for people: "about 40 s", "about 3 min", "under a second"."""
+    if not isinstance(seconds, int | float) or not math.isfinite(seconds):
+        return "—"
+    if seconds < 1:
+        return "under a second"
+    if seconds < 90:
+        return f"about {seconds:.0f} s"
+    return f"about {seconds / 60:.0f} min"
+
+
 def percent(fraction: object, digits: int = 0) -> str:
     if not isinstance(fraction, int | float) or not math.isfinite(fraction):
         return "—"
@@ -66,7 +77,12 @@ def iso(moment: datetime | None) -> str:
 
 templates = Jinja2Templates(directory=str(TEMPLATES))
 templates.env.filters.update(
-    markdown=render_markdown, duration=duration, percent=percent, when=when, iso=iso
+    markdown=render_markdown,
+    duration=duration,
+    wait_time=wait_time,
+    percent=percent,
+    when=when,
+    iso=iso,
 )
 
 

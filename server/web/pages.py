@@ -30,7 +30,6 @@ from server.models import Problem, Submission
 from server.problems import service as problems
 from server.problems.loaded import loaded
 from server.submissions import disclosure
-from server.submissions import repository as submissions_repository
 from server.submissions import service as submissions
 from server.web.charts import best_score_chart
 from server.web.page import (
@@ -289,11 +288,7 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
         "report": report,
         "shown": disclosure.disclose(page.viewer, submission),
         "live": submission.status in LIVE_STATUSES,
-        "queue_position": (
-            submissions_repository.queue_position(page.session, submission)
-            if submission.status == Status.QUEUED
-            else None
-        ),
+        "wait": submissions.queue_wait(page.session, submission),
         "show_code": submissions.can_see_code(page.viewer, submission),
         "sol_fraction": leaderboards.sol_fraction(report),
     }

@@ -10,6 +10,7 @@ from celery import Celery
 from sqlalchemy.exc import SADeprecationWarning
 
 from server.settings import Settings, get_settings
+from server.worker import embedded  # noqa: F401  (registers the embedded broker's scheme)
 
 RESULTS_QUEUE = "results"
 

@@ -15,6 +15,7 @@ import redis
 from sqlalchemy import create_engine, text
 
 from server.settings import Settings
+from server.worker import embedded
 from server.worker.app import RESULTS_QUEUE
 
 # kombu's Redis transport: a queue's messages are lists named after it (one per priority
@@ -126,7 +127,7 @@ def _redis_messages(url: str, queues: set[str]) -> list[bytes | str]:
 
 def _embedded_waiting(settings: Settings) -> list[bytes | str]:
     """kombu's SQLAlchemy transport keeps each message as a row, visible until taken."""
-    url = settings.resolved_broker_url.removeprefix("sqla+")
+    url = embedded.database_url(settings.resolved_broker_url)
     engine = create_engine(url)
     try:
         with engine.connect() as connection:

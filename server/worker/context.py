@@ -1,12 +1,14 @@
 """A grading worker's context: its device, the device's measured peaks and the GPU memory in
-use before any grading. Made once when `kerneljudge worker` starts, before its pool forks a
-process per grading, so each grading finds it already in place."""
+use before any grading. Made once when `kerneljudge worker` starts, before its pool forks
+its grading processes, so each finds it already in place."""
 
 from __future__ import annotations
 
 import os
 import socket
 from dataclasses import dataclass, field
+
+from billiard.process import current_process
 
 from grader.calibrate import DevicePeaks
 from server.settings import get_settings
@@ -33,6 +35,11 @@ def start(worker: GpuWorker) -> None:
     _current = worker
 
 
+def is_grading() -> bool:
+    """Whether this process belongs to a grading worker (the results step's does not)."""
+    return _current is not None
+
+
 def current() -> GpuWorker:
     """This process's worker context; a CPU worker without peaks where none was started (a
     task function called directly)."""
@@ -40,5 +47,8 @@ def current() -> GpuWorker:
 
 
 def worker_name() -> str:
-    """This grading process, as reports and logs name it."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """This grading slot, as reports, logs and the dispatcher name it: the host, the worker's
+    main process and the pool slot, the same for the pool processes that take turns in it
+    (the slot is 0 where there is no pool)."""
+    slot = getattr(current_process(), "index", 0)
+    return f"{socket.gethostname()}:{os.getppid()}.{slot}"

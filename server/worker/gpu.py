@@ -1,7 +1,9 @@
-"""The jobs of a grading worker. Each runs in a fresh process on this host's device, holds
-no database credentials, and hands its result to the results queue: a grading's report, a
-problem validation's report. One skeleton for both: refuse an unclean GPU, do the work,
-turn a failure of our own into a report, deliver it (retrying while the broker is away)."""
+"""The jobs of a grading worker. They run in the worker's pool process (the trusted harness,
+which holds no database credentials) on this host's device, each submission in a runner of
+its own that the pool process started before the job arrived, and hand their result to the
+results queue: a grading's report, a problem validation's report. One skeleton for both:
+refuse an unclean GPU, do the work, turn a failure of our own into a report, deliver it
+(retrying while the broker is away)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,11 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
+import torch
 from celery.exceptions import Reject
+from celery.signals import worker_process_init, worker_process_shutdown
 
+from grader.harness import Standby
 from grader.harness import grade as grade_submission
 from grader.hygiene import wait_until_clean
 from grader.problem import problem_from_files
@@ -31,6 +36,32 @@ RECORD_VALIDATION = "kerneljudge.record_validation"
 DELIVERY_RETRY = {"max_retries": 60, "interval_start": 1, "interval_step": 2, "interval_max": 10}
 
 Report = dict[str, Any]
+# The runner for this pool process's next grading, started before its job arrives.
+STANDBY = Standby()
+
+
+@worker_process_init.connect
+def _ready_for_gradings(**_: Any) -> None:
+    """Once per pool process, before its first job: the harness's CUDA context, and the first
+    grading's runner started (torch imported, its own context made)."""
+    if not context.is_grading():
+        return
+    worker = context.current()
+    if worker.device == "cuda":
+        torch.cuda.init()
+        torch.cuda.synchronize()
+    STANDBY.refill(worker.device, isolate=True, memory_bytes=worker.memory_bytes)
+
+
+@worker_process_shutdown.connect
+def _stop_the_standby(**_: Any) -> None:
+    STANDBY.close()
+
+
+def standby() -> Standby | None:
+    """The pool process's standby runners; none where a job runs outside a worker (called
+    directly), which would leave a runner waiting for a grading that never comes."""
+    return STANDBY if context.is_grading() else None
 
 
 @celery_app.task(name="kerneljudge.grade")
@@ -48,6 +79,7 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
             timeout_s=payload.get("timeout_s"),
             peaks=worker.peaks,
             memory_bytes=worker.memory_bytes,
+            standby=standby(),
         ).to_dict()
 
     def failed(exc: Exception) -> Report:
@@ -80,6 +112,7 @@ def validate_problem(validation_id: int, payload: dict[str, Any]) -> None:
             peaks=worker.peaks,
             timeouts={k: float(v) for k, v in (payload.get("timeouts") or {}).items()},
             memory_bytes=worker.memory_bytes,
+            standby=standby(),
         ).to_dict()
 
     def failed(exc: Exception) -> Report:
@@ -114,11 +147,13 @@ def gpu_job(
 
 
 def refuse_unclean_gpu(worker: context.GpuWorker, job: str) -> None:
-    """Grade only on a GPU as clean as at the worker's start. This process has not touched
-    CUDA yet (one grading per process), so what is in use belongs to someone else: most
-    likely a previous submission that outlived its grading. Put the job back for another
-    worker and take this one out of service."""
-    problem = wait_until_clean(worker.gpu_baseline) if worker.gpu_baseline else ""
+    """Grade only on a GPU as clean as at the worker's start, once the worker's own processes
+    are counted out: this pool process and the runner it keeps started for the next grading.
+    Anything else in use belongs to someone else: most likely a previous submission that
+    outlived its grading. Put the job back for another worker and take this one out of
+    service."""
+    own = frozenset({os.getpid(), *STANDBY.pids()})
+    problem = wait_until_clean(worker.gpu_baseline, own) if worker.gpu_baseline else ""
     if not problem:
         return
     log.critical(

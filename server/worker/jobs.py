@@ -1,9 +1,10 @@
 """Where jobs leave the service: the outbox. A service asks for a job with `enqueue`, which
 writes a row in its own transaction, so the job exists exactly when the change that needs
-it does; the row is sent by name to the broker once that transaction commits, and the
-sweeper sends it again while its result is not recorded and the broker holds no copy of it
-(a send that failed, a broker that restarted without its data, a report that never came).
-A job may so run twice; its result is recorded once."""
+it does; once that transaction commits the row is sent by name to the broker (a grading as
+soon as its device's queue has room, in fair order: `dispatch`), and the sweeper sends it
+again while its result is not recorded and the broker holds no copy of it (a send that
+failed, a broker that restarted without its data, a report that never came). A job may so
+run twice; its result is recorded once."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from sqlalchemy.orm import Session
 from server.db import session_scope
 from server.models import OutboxMessage, utcnow
 from server.settings import Settings, get_settings
-from server.worker import broker, payloads
+from server.worker import broker, dispatch, payloads
 from server.worker.app import celery_app
 
 log = logging.getLogger(__name__)
@@ -47,14 +48,47 @@ _to_send: queue.SimpleQueue[int] = queue.SimpleQueue()
 _sender_started = threading.Lock()
 _sender: threading.Thread | None = None
 SEND_BATCH = 200
+# Rows handed to the sender thread and not through `send_now` yet.
+_unsent = 0
+_unsent_changed = threading.Condition()
 
 
-def enqueue(session: Session, job: Job, subject_id: int, queue: str) -> None:
-    """Ask for a job in the caller's transaction; it is sent when that commits."""
-    row = OutboxMessage(job=job.value, subject_id=subject_id, queue=queue)
+def enqueue(
+    session: Session,
+    job: Job,
+    subject_id: int,
+    queue: str,
+    *,
+    user_id: int | None = None,
+    mode: str | None = None,
+) -> None:
+    """Ask for a job in the caller's transaction; it is sent when that commits (a grading,
+    for `user_id` in `mode`, when its queue has room and its turn comes)."""
+    row = OutboxMessage(
+        job=job.value,
+        subject_id=subject_id,
+        queue=queue,
+        user_id=user_id,
+        priority=dispatch.priority(mode) if mode is not None else 0,
+    )
     session.add(row)
     session.flush()
     session.info.setdefault(PENDING, []).append(row.id)
+
+
+def started(session: Session, job: Job, subject_id: int) -> None:
+    """A worker started the job (in the caller's transaction): it no longer waits in the
+    broker, and its queue has room for the next."""
+    session.execute(
+        update(OutboxMessage)
+        .where(
+            OutboxMessage.job == job.value,
+            OutboxMessage.subject_id == subject_id,
+            OutboxMessage.done_at.is_(None),
+            OutboxMessage.started_at.is_(None),
+        )
+        .values(started_at=utcnow())
+    )
 
 
 def done(session: Session, job: Job, subject_id: int) -> None:
@@ -76,6 +110,9 @@ def _send_after_commit(session: Session) -> None:
     if ids:
         # On a thread of its own: the request that committed answers at once, a broker that
         # is slow or away never holds it, and under load one pass sends many jobs.
+        with _unsent_changed:
+            global _unsent
+            _unsent += len(ids)
         for row_id in ids:
             _to_send.put(row_id)
         _start_sender()
@@ -95,6 +132,7 @@ def _start_sender() -> None:
 
 
 def _send_forever() -> None:
+    global _unsent
     while True:
         ids = [_to_send.get()]
         while len(ids) < SEND_BATCH:
@@ -102,7 +140,19 @@ def _send_forever() -> None:
                 ids.append(_to_send.get_nowait())
             except queue.Empty:
                 break
-        send_now(ids)
+        try:
+            send_now(ids)
+        finally:
+            with _unsent_changed:
+                _unsent -= len(ids)
+                _unsent_changed.notify_all()
+
+
+def drain_sender(timeout_s: float = 10.0) -> bool:
+    """Wait until every job committed in this process so far has had its send (or its
+    dispatch pass); False if that took longer than `timeout_s`."""
+    with _unsent_changed:
+        return _unsent_changed.wait_for(lambda: _unsent == 0, timeout_s)
 
 
 def send_now(ids: Sequence[int]) -> None:
@@ -120,10 +170,29 @@ def send_now(ids: Sequence[int]) -> None:
                 OutboxMessage.sent_at.is_(None),
                 OutboxMessage.done_at.is_(None),
             )
-            send_all(session, session.scalars(locked(session, query)).all(), get_settings())
+            rows = session.scalars(locked(session, query)).all()
+            settings = get_settings()
+            send_all(session, [row for row in rows if row.job != Job.GRADE], settings)
+            for name in sorted({row.queue for row in rows if row.job == Job.GRADE}):
+                dispatch_queue(session, name, settings)
     except Exception:
         _broker_away_until = time.monotonic() + BROKER_AWAY_S
         log.warning("jobs %s not sent now; the sweeper will send them", list(ids), exc_info=True)
+
+
+def dispatch_queue(session: Session, queue: str, settings: Settings) -> int:
+    """Send the gradings whose turn has come to `queue`, if it has room; how many went."""
+    return send_all(session, dispatch.next_jobs(session, queue, settings.dispatch_ahead), settings)
+
+
+def dispatch_after(queue: str) -> None:
+    """A grading on `queue` started or ended (and that is committed): fill the room it left.
+    A failure here loses nothing; the sweeper dispatches on its next pass."""
+    try:
+        with session_scope() as session:
+            dispatch_queue(session, queue, get_settings())
+    except Exception:
+        log.warning("could not dispatch to %s now; the sweeper will", queue, exc_info=True)
 
 
 def locked(session: Session, query: Select[Any]) -> Select[Any]:
@@ -180,7 +249,7 @@ def sweep(session: Session, settings: Settings) -> int:
         .limit(SWEEP_BATCH)
     )
     rows = session.scalars(locked(session, query)).all()
-    unsent = [row for row in rows if row.sent_at is None]
+    unsent = [row for row in rows if row.sent_at is None and row.job != Job.GRADE]
     settled = now - timedelta(seconds=settings.sweep_grace_s)
     sent = [row for row in rows if row.sent_at is not None and row.sent_at < settled]
     lost = _lost(session, sent, settings) if sent else []
@@ -194,6 +263,17 @@ def sweep(session: Session, settings: Settings) -> int:
             row.sends,
         )
     count = send_all(session, unsent + lost, settings)
+    waiting = session.scalars(
+        select(OutboxMessage.queue)
+        .where(
+            OutboxMessage.job == Job.GRADE,
+            OutboxMessage.sent_at.is_(None),
+            OutboxMessage.done_at.is_(None),
+        )
+        .distinct()
+    ).all()
+    for name in sorted(waiting):
+        count += dispatch_queue(session, name, settings)
     session.execute(delete(OutboxMessage).where(OutboxMessage.done_at < now - KEEP_DONE))
     return count
 

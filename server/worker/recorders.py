@@ -14,6 +14,7 @@ from server.db import session_scope
 from server.problems import validation
 from server.submissions import service as submissions
 from server.submissions.schemas import GradingResult, invalid_report
+from server.worker import jobs
 from server.worker.app import celery_app
 
 # Errors of a database that is unreachable or restarting; anything else is a bug to see.
@@ -30,7 +31,9 @@ RETRY: dict[str, Any] = {
 @celery_app.task(name="kerneljudge.record_started", **RETRY)
 def record_started(submission_id: int, worker: str) -> None:
     with session_scope() as session:
-        submissions.mark_running(session, submission_id, worker)
+        queue = submissions.mark_running(session, submission_id, worker)
+    if queue is not None:
+        jobs.dispatch_after(queue)
 
 
 @celery_app.task(name="kerneljudge.record_report", **RETRY)
@@ -41,6 +44,9 @@ def record_report(result: dict[str, Any]) -> None:
         graded = invalid_report(result, exc)
     with session_scope() as session:
         submissions.record_report(session, graded.submission_id, graded.report, graded.worker)
+        queue = submissions.queue_of(session, graded.submission_id)
+    if queue is not None:
+        jobs.dispatch_after(queue)
 
 
 @celery_app.task(name="kerneljudge.record_validation", **RETRY)

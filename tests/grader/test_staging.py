@@ -13,7 +13,7 @@ from grader import shared
 from grader.protocol import ChannelError, recv_fd, send_fd
 from grader.report import Stop
 from grader.runner import Runner, SubmissionError
-from grader.staging import ALIAS, SLOT, Layout, Sets
+from grader.staging import ALIAS, READ, SLOT, Layout, Sets
 
 
 def vectoradd_set(n: int = 8) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -22,7 +22,7 @@ def vectoradd_set(n: int = 8) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 def staged(count: int = 1) -> tuple[Sets, Layout]:
     data = vectoradd_set()
-    layout = Layout.of(data, data[2])
+    layout = Layout.of(data, data[2], {"data[2]"})
     slab = shared.create(count * layout.set_bytes, "cpu")
     return Sets(slab, layout, count), layout
 
@@ -51,12 +51,13 @@ def test_a_layout_survives_the_channel_and_a_forged_one_is_refused() -> None:
     sets, layout = staged()
     again = Layout.from_message(layout.to_message())
     assert again == layout
+    for field, value in ((2, layout.read_bytes), (3, "object"), (1, 7)):
+        forged = layout.to_message()
+        forged["inputs"][0][field] = value  # past the end of its part, no dtype, no part
+        with pytest.raises(ChannelError):
+            Layout.from_message(forged)
     forged = layout.to_message()
-    forged["inputs"][0][1] = layout.set_bytes  # a tensor placed past the end of its set
-    with pytest.raises(ChannelError):
-        Layout.from_message(forged)
-    forged = layout.to_message()
-    forged["inputs"][0][2] = "object"
+    forged["results"][0][1] = READ  # a result slot among the inputs the calls read
     with pytest.raises(ChannelError):
         Layout.from_message(forged)
     sets.slab.close()
@@ -137,3 +138,22 @@ def test_a_runner_runs_a_batch_on_the_sets_it_was_handed() -> None:
         ours.close()
         theirs.close()
         sets.slab.close()
+
+
+def test_a_slab_of_sets_holds_every_read_input_first() -> None:
+    """The own-clock batches copy only what the calls read inside their timed span: every
+    set's read inputs lie together at the slab's start, the buffers the calls write and the
+    result slots after them."""
+    sets, layout = staged(count=3)
+    start, length = layout.read_part(3)
+    read_ends = []
+    for index in range(3):
+        inputs = sets.inputs(index)
+        for path in ("data[0]", "data[1]"):
+            offset = inputs[path].data_ptr() - sets.slab.raw.data_ptr()
+            read_ends.append(offset + inputs[path].nbytes)
+        rest = inputs["data[2]"].data_ptr() - sets.slab.raw.data_ptr()
+        assert rest >= start + length
+        assert sets.slots(index)[0].data_ptr() - sets.slab.raw.data_ptr() >= start + length
+    assert max(read_ends) <= start + length
+    sets.slab.close()

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import shutil
 import signal
@@ -80,12 +79,9 @@ class Worker:
     process: subprocess.Popen[bytes]
     log: Path
 
-    def holds(self, pid: int) -> bool:
-        """Whether a grading process of this pid is this worker's."""
-        try:
-            return os.getpgid(pid) == self.process.pid
-        except ProcessLookupError:
-            return False
+    def graded_as(self, name: str) -> bool:
+        """Whether a report's `worker` (host:main pid.slot) names a slot of this worker."""
+        return name.rsplit(":", 1)[-1].split(".")[0] == str(self.process.pid)
 
 
 @dataclass(frozen=True)
@@ -180,8 +176,8 @@ class Install:
         stop_group(worker.process, signal.SIGKILL)
         self.workers.remove(worker)
 
-    def worker_holding(self, pid: int) -> Worker | None:
-        return next((worker for worker in self.workers if worker.holds(pid)), None)
+    def worker_holding(self, name: str) -> Worker | None:
+        return next((worker for worker in self.workers if worker.graded_as(name)), None)
 
     def sample(self) -> Sample:
         """/healthz, then a leaderboard page as a browser asks for it."""
@@ -217,11 +213,17 @@ class Install:
 
 @contextmanager
 def production_install(
-    root: Path, *, workers: int, api_hosts: int = 1, appendonly: bool = False
+    root: Path,
+    *,
+    workers: int,
+    api_hosts: int = 1,
+    appendonly: bool = False,
+    dispatch_ahead: int = 0,
 ) -> Iterator[Install]:
     """PostgreSQL, Redis, ``api_hosts`` `serve` processes and ``workers`` grading workers,
     each process's log under ``root/logs`` (the servers' copied there at the end);
-    everything stopped afterwards."""
+    everything stopped afterwards. ``dispatch_ahead``: gradings sent to Redis beyond one per
+    free worker (KJ_DISPATCH_AHEAD; 0, the default, keeps the rest in the outbox)."""
     logs = root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
@@ -233,6 +235,7 @@ def production_install(
             root / "var",
             database_url=postgres.create_database("kerneljudge"),
             broker_url=broker.url(),
+            dispatch_ahead=str(dispatch_ahead),
             **FAULT_SETTINGS,
         )
         install = Install(logs, postgres, broker, env, stack)
@@ -418,7 +421,7 @@ def grading_now(install: Install) -> dict[Worker, dict[int, str]]:
         ).all()
     grading: dict[Worker, dict[int, str]] = {}
     for submission_id, name in rows:
-        worker = install.worker_holding(int(str(name).rsplit(":", 1)[-1]))
+        worker = install.worker_holding(str(name))
         if worker is not None:
             grading.setdefault(worker, {})[submission_id] = str(name)
     return grading

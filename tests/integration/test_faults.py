@@ -39,9 +39,9 @@ from tests.services import service_missing
 
 pytestmark = pytest.mark.integration
 
-# A CPU grading takes 3-6 s on two cores, so the run is sized to stay within a few minutes:
-# about 3 s per submission with two workers, plus the servers' start.
-SUBMISSIONS = 40
+# A test-mode CPU grading takes about a second on two cores once the worker keeps its next
+# runner started, so a hundred fit in a few minutes with two workers.
+SUBMISSIONS = 100
 OUTAGE_S = 10.0
 SWEEP_INTERVAL_S = float(FAULT_SETTINGS["sweep_interval_s"])
 SWEEP_GRACE_S = float(FAULT_SETTINGS["sweep_grace_s"])
@@ -92,11 +92,12 @@ def test_worker_redis_and_postgres_faults_lose_nothing_and_record_each_submissio
 
 @pytest.mark.timeout(300)
 def test_redis_restarted_with_its_append_only_file_keeps_its_jobs(tmp_path: Path) -> None:
-    """One worker, a few jobs queued behind the one it grades, and Redis stopped for 5 s
-    with `appendonly yes`: it comes back holding every job it held, queued or running."""
+    """One worker, a few jobs queued in Redis behind the one it grades (sent ahead of it:
+    KJ_DISPATCH_AHEAD), and Redis stopped for 5 s with `appendonly yes`: it comes back
+    holding every job it held, queued or running."""
     with (
         tails_on_failure(tmp_path / "logs"),
-        production_install(tmp_path, workers=1, appendonly=True) as install,
+        production_install(tmp_path, workers=1, appendonly=True, dispatch_ahead=10) as install,
     ):
         outcome = run_scenario(
             install,
@@ -153,12 +154,13 @@ def test_a_job_whose_report_waits_to_be_recorded_is_not_sent_again(tmp_path: Pat
 @pytest.mark.timeout(240)
 def test_two_api_hosts_sweepers_send_each_lost_job_once(tmp_path: Path) -> None:
     """server/worker/jobs.py: "Two sweepers (two API hosts) take different rows." Jobs
-    queued when Redis restarts without persistence are lost; both API hosts' sweepers
-    notice, and between them each job must be sent again once, not twice."""
+    queued in Redis (here all of them, sent ahead: KJ_DISPATCH_AHEAD) when it restarts
+    without persistence are lost; both API hosts' sweepers notice, and between them each
+    job must be sent again once, not twice."""
     queued = 150
     with (
         tails_on_failure(tmp_path / "logs"),
-        production_install(tmp_path, workers=0, api_hosts=2) as install,
+        production_install(tmp_path, workers=0, api_hosts=2, dispatch_ahead=queued) as install,
     ):
         client = Client(install.base, install.token, count=queued, pace_s=0.0)
         client.submit_all()

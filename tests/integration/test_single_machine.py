@@ -3,6 +3,7 @@ broker grades through its own worker; a user works with HTTP alone."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
@@ -49,3 +50,42 @@ def test_submit_grade_and_rank_on_one_machine(tmp_path: Path) -> None:
         assert failed["status"] == "failed"
         assert failed["score"] is None
         assert "mismatch" in failed["message"].lower()
+
+
+HUNG = """
+import time
+
+def custom_kernel(data):
+    time.sleep(3600)
+"""
+
+
+def test_a_hung_kernel_delays_another_users_test_by_its_short_limit_at_most(
+    tmp_path: Path,
+) -> None:
+    """Ada submits two test-mode kernels that never return, then Bob a correct one. Test
+    mode's cases have a limit of seconds (20 s by default), and the queue takes users in
+    turn: Bob's verdict comes after Ada's first hung kernel at most, before her second."""
+    env = service_env(tmp_path / "var")
+    ada, bob = add_user(env, "ada"), add_user(env, "bob")
+    log = tmp_path / "serve.log"
+    with serving(env, log) as base:
+        hung = [submit(base, ada, "vectoradd", HUNG, "test") for _ in range(2)]
+        wait_for(base, ada, hung[0], {"running"}, 60, log)
+        started = time.monotonic()
+        quick = submit(base, bob, "vectoradd", (SOLUTIONS / "pytorch.py").read_text(), "test")
+        queued = httpx.get(
+            f"{base}/api/v1/submissions/{quick}", headers={"Authorization": f"Bearer {bob}"}
+        ).json()
+        assert queued["status"] == "queued" and queued["queue_position"] == 0
+        report = wait_for(base, bob, quick, TERMINAL, 60, log)
+        waited = time.monotonic() - started
+        assert report["status"] == "passed", report["message"]
+        assert waited < 20 + 15, waited  # Ada's first limit, then Bob's own grading
+        first = wait_for(base, ada, hung[0], TERMINAL, 10, log)
+        assert first["status"] == "timeout"
+        assert "test cases exceeded their time limit of 20 s" in first["message"]
+        second = httpx.get(
+            f"{base}/api/v1/submissions/{hung[1]}", headers={"Authorization": f"Bearer {ada}"}
+        ).json()
+        assert second["status"] in ("queued", "running")  # Bob went before it

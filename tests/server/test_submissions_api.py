@@ -11,6 +11,8 @@ from sqlalchemy import select
 
 from server.db import session_scope
 from server.models import Submission
+from server.submissions import service
+from server.submissions.schemas import GradingReport
 from tests.server.conftest import Account
 
 pytestmark = pytest.mark.anyio
@@ -51,9 +53,33 @@ async def test_json_submission_is_queued_and_readable(
     assert body["mode"] == "leaderboard"
     assert body["gpu"] == "cpu"
     assert body["status"] == "queued"
-    assert body["queue_position"] >= 0
+    assert body["queue_position"] >= 0 and body["expected_wait_s"] >= 0
     assert body["code"] == HONEST
     assert body["score"] is None
+    assert body["phases"] == {}
+
+
+async def test_a_graded_submission_says_where_its_time_went(
+    client: httpx.AsyncClient, alice: Account
+) -> None:
+    """Its wait in the queue, then the phases its report carries; no queue place once done."""
+    response = await client.post(
+        "/api/v1/submissions",
+        json={"problem": "vectoradd", "code": HONEST, "mode": "test"},
+        headers=alice.headers,
+    )
+    submission_id = response.json()["id"]
+    report = {"status": "passed", "phases": {"runner_start": 0.01, "load": 0.2, "checks": 0.05}}
+    with session_scope() as session:
+        service.mark_running(session, submission_id, "host:1")
+        service.record_report(
+            session, submission_id, GradingReport.model_validate(report), "host:1"
+        )
+    body = (await client.get(f"/api/v1/submissions/{submission_id}", headers=alice.headers)).json()
+    assert body["status"] == "passed"
+    assert body["queue_position"] is None and body["expected_wait_s"] is None
+    assert body["phases"]["load"] == 0.2 and body["phases"]["checks"] == 0.05
+    assert 0 <= body["phases"]["queue_wait"] < 60
 
 
 async def test_multipart_file_submission(client: httpx.AsyncClient, alice: Account) -> None:

@@ -1,0 +1,278 @@
+"""Which grading goes to a device's queue next. A grading job waits in the outbox until a
+worker of its queue is free (the queue's jobs in flight, sent and not yet recorded, number
+fewer than the workers seen on it lately, plus `KJ_DISPATCH_AHEAD`), and then the waiting
+ones go in fair order: test mode before benchmark mode before leaderboard mode; within a
+mode, users take turns (each user's first waiting job before anyone's second, and among
+users the one served longest ago first), oldest first. One user's backlog or hung kernels
+then delay another user's submission by at most the grading under way, not by the whole
+backlog. The same order gives a waiting submission its place in the queue and, from how
+long recent gradings took, an expected wait."""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import case, func, select, text
+from sqlalchemy.orm import Session
+
+from grader.report import Mode, Status
+from server.models import OutboxMessage, Submission, utcnow
+
+GRADE = "grade"
+PRIORITY = {Mode.TEST: 0, Mode.BENCHMARK: 1, Mode.LEADERBOARD: 2}
+# Recent gradings per mode and queue behind an expected duration, and how long the figures
+# and a queue's order are kept in this process before they are read again.
+RECENT_GRADINGS = 50
+DURATIONS_TTL_S = 30.0
+ORDER_TTL_S = 1.0
+# A grading slot counts as one of the queue's workers for this long after it last started
+# a job; the count is read again this often.
+WORKERS_SEEN_FOR = timedelta(minutes=10)
+WORKERS_TTL_S = 10.0
+# A guess for a mode no grading of which has finished yet on this queue.
+UNKNOWN_DURATION_S = {Mode.TEST: 10.0, Mode.BENCHMARK: 30.0, Mode.LEADERBOARD: 60.0}
+
+
+def priority(mode: str) -> int:
+    """A mode's place in the fair order (lower goes first)."""
+    return PRIORITY.get(mode, len(PRIORITY))  # type: ignore[call-overload]
+
+
+def _open(queue: str) -> Any:
+    return (
+        OutboxMessage.job == GRADE,
+        OutboxMessage.queue == queue,
+        OutboxMessage.done_at.is_(None),
+    )
+
+
+def fair_order(session: Session, queue: str, limit: int | None = None) -> list[tuple[int, int]]:
+    """(outbox id, priority) of the grading jobs waiting to be sent to `queue`, next first."""
+    served = (
+        select(OutboxMessage.user_id, func.max(OutboxMessage.sent_at).label("last"))
+        .where(
+            OutboxMessage.job == GRADE,
+            OutboxMessage.queue == queue,
+            OutboxMessage.sent_at.is_not(None),
+        )
+        .group_by(OutboxMessage.user_id)
+        .subquery()
+    )
+    turn = (
+        func.row_number()
+        .over(
+            partition_by=(OutboxMessage.user_id, OutboxMessage.priority),
+            order_by=OutboxMessage.id,
+        )
+        .label("turn")
+    )
+    waiting = (
+        select(
+            OutboxMessage.id,
+            OutboxMessage.priority,
+            turn,
+            # Never served sorts first.
+            case((served.c.last.is_(None), 0), else_=1).label("served"),
+            served.c.last,
+        )
+        .outerjoin(served, served.c.user_id == OutboxMessage.user_id)
+        .where(*_open(queue), OutboxMessage.sent_at.is_(None))
+        .subquery()
+    )
+    query = select(waiting.c.id, waiting.c.priority).order_by(
+        waiting.c.priority, waiting.c.turn, waiting.c.served, waiting.c.last, waiting.c.id
+    )
+    if limit is not None:
+        query = query.limit(limit)
+    return [(int(row_id), int(prio)) for row_id, prio in session.execute(query).all()]
+
+
+def in_flight(session: Session, queue: str) -> tuple[int, int]:
+    """Grading jobs sent to `queue` and not recorded: (waiting in the broker, being graded)."""
+    rows = session.execute(
+        select(OutboxMessage.started_at.is_(None), func.count())
+        .where(*_open(queue), OutboxMessage.sent_at.is_not(None))
+        .group_by(OutboxMessage.started_at.is_(None))
+    ).all()
+    counts = {bool(waiting): int(n) for waiting, n in rows}
+    return counts.get(True, 0), counts.get(False, 0)
+
+
+def workers_seen(session: Session, queue: str) -> int:
+    """The grading slots that started a job on `queue` lately (at least one)."""
+
+    def count() -> int:
+        since = utcnow() - WORKERS_SEEN_FOR
+        return int(
+            session.scalar(
+                select(func.count(func.distinct(Submission.worker))).where(
+                    Submission.gpu_type == queue, Submission.started_at >= since
+                )
+            )
+            or 0
+        )
+
+    return max(1, int(_cache.get(("workers", queue), WORKERS_TTL_S, count)))
+
+
+def lock_queue(session: Session, queue: str) -> None:
+    """One dispatcher at a time per queue on PostgreSQL (the API's sender, the results step,
+    the sweepers of several API hosts), until the caller's transaction ends; SQLite has one
+    writer at a time, and two dispatchers there at most send one job early."""
+    if session.bind is not None and session.bind.dialect.name == "postgresql":
+        session.execute(text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": queue})
+
+
+def next_jobs(session: Session, queue: str, ahead: int) -> Sequence[OutboxMessage]:
+    """The grading jobs to send to `queue` now, in order: as many as its workers have room
+    for, plus `ahead` (none while every worker is busy)."""
+    lock_queue(session, queue)
+    room = workers_seen(session, queue) + ahead - sum(in_flight(session, queue))
+    if room <= 0:
+        return []
+    ids = [row_id for row_id, _ in fair_order(session, queue, room)]
+    if not ids:
+        return []
+    rows = {
+        row.id: row
+        for row in session.scalars(select(OutboxMessage).where(OutboxMessage.id.in_(ids)))
+    }
+    return [rows[row_id] for row_id in ids if row_id in rows]
+
+
+# -- a waiting submission's place and expected wait ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Where a queued submission stands: submissions that will start before it (on this
+    queue, if no new one comes first) and the expected time until it starts."""
+
+    position: int
+    expected_s: float | None
+
+
+class _Cache:
+    """Small per-process memos, so that polling a queued submission stays cheap."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[Any, tuple[float, Any]] = {}
+
+    def get(self, key: Any, ttl_s: float, make: Any) -> Any:
+        now = time.monotonic()
+        with self._lock:
+            held = self._held.get(key)
+        if held is not None and now - held[0] < ttl_s:
+            return held[1]
+        value = make()
+        with self._lock:
+            self._held[key] = (now, value)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+
+
+_cache = _Cache()
+
+
+@dataclass(frozen=True)
+class _QueueView:
+    order: dict[int, int]  # outbox id of a job not sent yet -> its place among them
+    priorities: list[int]  # of the jobs not sent yet, in order
+    in_broker: list[int]  # priorities of the jobs sent and not started, oldest send first
+    in_broker_ids: dict[int, int]  # outbox id -> its place among those
+    running: list[tuple[int, datetime]]  # priority and start of the jobs being graded
+
+
+def _view(session: Session, queue: str) -> _QueueView:
+    order = fair_order(session, queue)
+    sent = session.execute(
+        select(OutboxMessage.id, OutboxMessage.priority, OutboxMessage.started_at)
+        .where(*_open(queue), OutboxMessage.sent_at.is_not(None))
+        .order_by(OutboxMessage.sent_at, OutboxMessage.id)
+    ).all()
+    in_broker = [(row_id, prio) for row_id, prio, started in sent if started is None]
+    return _QueueView(
+        order={row_id: place for place, (row_id, _) in enumerate(order)},
+        priorities=[prio for _, prio in order],
+        in_broker=[prio for _, prio in in_broker],
+        in_broker_ids={row_id: place for place, (row_id, _) in enumerate(in_broker)},
+        running=[(prio, started) for _, prio, started in sent if started is not None],
+    )
+
+
+def typical_durations(session: Session, queue: str) -> dict[int, float]:
+    """Median seconds from start to report of the recent gradings on `queue`, by priority."""
+
+    def measure() -> dict[int, float]:
+        found: dict[int, float] = {}
+        for mode, prio in PRIORITY.items():
+            rows = session.execute(
+                select(Submission.started_at, Submission.finished_at)
+                .where(
+                    Submission.gpu_type == queue,
+                    Submission.mode == mode,
+                    Submission.finished_at.is_not(None),
+                    Submission.started_at.is_not(None),
+                )
+                .order_by(Submission.id.desc())
+                .limit(RECENT_GRADINGS)
+            ).all()
+            spans = [
+                (end - start).total_seconds()
+                for start, end in rows
+                if start is not None and end is not None and end >= start
+            ]
+            found[prio] = statistics.median(spans) if spans else UNKNOWN_DURATION_S[mode]
+        return found
+
+    return dict(_cache.get(("durations", queue), DURATIONS_TTL_S, measure))
+
+
+def wait_for(session: Session, submission: Submission) -> Wait | None:
+    """A queued submission's place and expected wait; None once it is no longer queued."""
+    if submission.status != Status.QUEUED:
+        return None
+    row = session.scalar(
+        select(OutboxMessage)
+        .where(
+            OutboxMessage.job == GRADE,
+            OutboxMessage.subject_id == submission.id,
+            OutboxMessage.done_at.is_(None),
+        )
+        .order_by(OutboxMessage.id.desc())
+        .limit(1)
+    )
+    if row is None:
+        return None
+    queue = row.queue
+    view: _QueueView = _cache.get(("view", queue), ORDER_TTL_S, lambda: _view(session, queue))
+    if row.id in view.in_broker_ids:
+        ahead = view.in_broker[: view.in_broker_ids[row.id]]
+    elif row.id in view.order:
+        ahead = view.in_broker + view.priorities[: view.order[row.id]]
+    else:  # sent or made after the view was taken
+        ahead = list(view.in_broker)
+    durations = typical_durations(session, queue)
+    now = utcnow()
+    remaining = sum(
+        max(0.0, durations[prio] - (now - started).total_seconds())
+        for prio, started in view.running
+    )
+    workers = max(workers_seen(session, queue), len(view.running))
+    expected = (sum(durations[prio] for prio in ahead) + remaining) / workers
+    return Wait(position=len(ahead), expected_s=expected)
+
+
+def forget() -> None:
+    """Drop the memos (tests that change a queue and read it again at once)."""
+    _cache.clear()

@@ -1,0 +1,183 @@
+"""Fair dispatch: a grading waits in the outbox until a worker of its queue is free, and the
+waiting ones go in turn: test mode first, then users taking turns, oldest first. In this
+process (SQLite, the embedded broker, no worker): a worker's start and end are recorded as
+the results step records them, by one grading slot ("host:1")."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import httpx
+import pytest
+from sqlalchemy import select, update
+
+from server.db import session_scope
+from server.models import OutboxMessage, Submission, utcnow
+from server.settings import get_settings
+from server.submissions import service
+from server.submissions.schemas import GradingReport
+from server.worker import dispatch, jobs
+from tests.server.conftest import Account, make_account
+from tests.server.test_outbox import HONEST
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(autouse=True)
+def empty_queue() -> None:
+    """No grading of an earlier test waits on the cpu queue (no worker takes them here)."""
+    with session_scope() as session:
+        session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.job == jobs.Job.GRADE, OutboxMessage.done_at.is_(None))
+            .values(done_at=utcnow())
+        )
+    dispatch.forget()
+
+
+async def submit(client: httpx.AsyncClient, account: Account, mode: str = "test") -> int:
+    body = {"problem": "vectoradd", "code": HONEST, "mode": mode}
+    response = await client.post("/api/v1/submissions", json=body, headers=account.headers)
+    assert response.status_code == 202, response.text
+    return int(response.json()["id"])
+
+
+def sent() -> list[int]:
+    """The submissions whose grading went to the queue, in the order they went."""
+    with session_scope() as session:
+        rows = session.execute(
+            select(OutboxMessage.subject_id)
+            .where(OutboxMessage.job == jobs.Job.GRADE, OutboxMessage.sent_at.is_not(None))
+            .where(OutboxMessage.done_at.is_(None))
+            .order_by(OutboxMessage.sent_at, OutboxMessage.id)
+        ).all()
+    return [row[0] for row in rows]
+
+
+def wait_for_sender() -> None:
+    """The API sends after the commit on a thread of its own; let it finish its pass."""
+    jobs.drain_sender()
+
+
+def start(submission_id: int) -> None:
+    """A worker took the job: as record_started does (its queue has room again)."""
+    with session_scope() as session:
+        queue = service.mark_running(session, submission_id, "host:1")
+    assert queue is not None
+    jobs.dispatch_after(queue)
+
+
+def finish(submission_id: int, seconds: float = 1.0) -> None:
+    with session_scope() as session:
+        service.record_report(
+            session, submission_id, GradingReport.model_validate({"status": "passed"}), "host:1"
+        )
+        submission = session.get(Submission, submission_id)
+        assert submission is not None and submission.finished_at is not None
+        submission.started_at = submission.finished_at - timedelta(seconds=seconds)
+    jobs.dispatch_after("cpu")
+
+
+async def test_users_take_turns_so_one_backlog_does_not_hold_another_user_back(
+    client: httpx.AsyncClient,
+) -> None:
+    ada, bob = make_account(), make_account()
+    ada_jobs = [await submit(client, ada) for _ in range(3)]
+    bob_job = await submit(client, bob)
+    wait_for_sender()
+    assert sent() == [ada_jobs[0]]  # one for the free worker; the rest wait in the outbox
+    order = []
+    for _ in range(4):
+        [waiting] = sent()
+        order.append(waiting)
+        start(waiting)
+        assert sent() == [waiting]  # nothing more while the worker is busy
+        finish(waiting)
+    # Bob's turn comes before Ada's second.
+    assert order == [ada_jobs[0], bob_job, ada_jobs[1], ada_jobs[2]]
+
+
+async def test_test_mode_goes_before_ranked_runs(client: httpx.AsyncClient) -> None:
+    ada, bob = make_account(), make_account()
+    first = await submit(client, ada, "leaderboard")
+    ranked = await submit(client, ada, "leaderboard")
+    quick = await submit(client, bob, "test")
+    wait_for_sender()
+    assert sent() == [first]
+    start(first)
+    finish(first)
+    assert sent() == [quick]
+    start(quick)
+    finish(quick)
+    assert sent() == [ranked]
+
+
+async def test_a_queued_submission_shows_its_place_and_an_expected_wait(
+    client: httpx.AsyncClient,
+) -> None:
+    ada, bob = make_account(), make_account()
+    done = await submit(client, ada)
+    wait_for_sender()
+    start(done)
+    finish(done, seconds=4.0)  # a test-mode grading on this queue took 4 s
+    dispatch.forget()
+    running = await submit(client, ada)
+    wait_for_sender()
+    start(running)
+    queued = [await submit(client, ada), await submit(client, ada), await submit(client, bob)]
+    wait_for_sender()
+    dispatch.forget()
+    places = {}
+    for submission_id, account in zip(queued, (ada, ada, bob), strict=True):
+        url = f"/api/v1/submissions/{submission_id}"
+        body = (await client.get(url, headers=account.headers)).json()
+        places[submission_id] = (body["queue_position"], body["expected_wait_s"])
+    # Ada has a grading running, Bob none: his first goes before her next two.
+    assert [places[s][0] for s in queued] == [1, 2, 0]
+    # From how long recent test-mode gradings on this queue took (the median of the last
+    # ones: this test's 4 s among earlier tests' 1 s): the running one has up to that left,
+    # and each submission ahead adds that.
+    with session_scope() as session:
+        typical = dispatch.typical_durations(session, "cpu")[dispatch.priority("test")]
+    assert places[queued[2]][1] == pytest.approx(typical, abs=0.5)
+    assert places[queued[0]][1] == pytest.approx(2 * typical, abs=0.5)
+    assert places[queued[1]][1] == pytest.approx(3 * typical, abs=0.5)
+
+
+async def test_the_sweeper_dispatches_what_the_results_step_left(
+    client: httpx.AsyncClient,
+) -> None:
+    """A grading ended but the dispatch after it failed (the broker was away): the sweeper's
+    next pass gives the free worker the next job."""
+    ada = make_account()
+    first, second = await submit(client, ada), await submit(client, ada)
+    wait_for_sender()
+    with session_scope() as session:
+        service.mark_running(session, first, "host:1")
+        service.record_report(
+            session, first, GradingReport.model_validate({"status": "passed"}), "host:1"
+        )  # and no dispatch after it
+    assert second not in sent()
+    with session_scope() as session:
+        assert jobs.sweep(session, get_settings()) >= 1
+    assert sent() == [second]
+
+
+async def test_more_workers_take_more_jobs_at_once(client: httpx.AsyncClient) -> None:
+    """Two grading slots seen on the queue lately: two jobs go at once."""
+    ada = make_account()
+    earlier = await submit(client, ada)
+    wait_for_sender()
+    start(earlier)  # slot host:1 has graded on this queue
+    finish(earlier)
+    first, second, third = [await submit(client, ada) for _ in range(3)]
+    wait_for_sender()
+    with session_scope() as session:
+        service.mark_running(session, first, "host:2")  # a second slot starts a job
+    dispatch.forget()
+    jobs.dispatch_after("cpu")
+    assert sent() == [first, second]
+    start(second)
+    assert sent() == [first, second]  # both slots busy: the third waits
+    finish(first)
+    assert sent() == [second, third]
