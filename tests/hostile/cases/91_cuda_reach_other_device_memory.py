@@ -26,6 +26,7 @@ def _probe(data):
             lib.cuMemRelease(handle)
     if len(seen) > 1:  # one slab is all it has been handed by its first call
         print("KJ-ESCAPE imported", len(seen), "device allocations", flush=True)
+
     # Legacy IPC: a 64-byte handle made up (passed by value); opening it must fail.
     class IpcHandle(ctypes.Structure):
         _fields_ = [("reserved", ctypes.c_ubyte * 64)]
