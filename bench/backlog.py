@@ -117,6 +117,16 @@ def backlog(
         "gradings_per_minute": 60 * len(reports) / wall if wall > 0 else None,
         "gpu_busy_percent": gpu.mean_between(started, ended),
         "scores": [r["score"] for r in reports if r.get("score") is not None],
+        "not_passed": [
+            {
+                "id": r["id"],
+                "status": r["status"],
+                "message": r["message"][:800],
+                "flags": r["flags"],
+            }
+            for r in reports
+            if r["status"] != "passed"
+        ][:3],
         "fewest_samples_in_a_case": min(
             (c["time"]["samples"] for r in reports for c in r.get("cases") or [] if c.get("time")),
             default=None,

@@ -31,14 +31,18 @@ class Bounds:
 
 # On CUDA both clocks time calls on inputs not in L2 (the runner flushes it before each timed
 # call, the batch's sets are fresh), but the events leave out launch overhead that the
-# launch lead hides (up to about 100 µs). On the CPU the runner's clock and ours time the
+# launch lead hides (up to about 100 µs). A rejection there needs 10 times the median: at
+# 3 times, every ranked grading of the honest rmsnorm solution on an H200 was rejected
+# (2026-12-01, docs/benchmarks.md), for a cause not measured yet; below 10 times a
+# disagreement over 1.5 times is flagged for organizers, and the physical floor still
+# bounds a forged time. On the CPU the runner's clock and ours time the
 # same Python calls, but its timed calls find their inputs in the caches of its own core
 # and the batch's calls find them where the harness wrote them (`HarnessClock.allowance_s`
 # allows for bringing them over once, grader/crosscheck.py), and a shared CPU is uneven: on
 # a 2-core VM honest built-in solutions measured up to 4.5 times their median there, and a
 # batch's own bookkeeping adds a few microseconds a call.
 CROSS_CHECK_BOUNDS = {
-    "cuda": Bounds(1.5, 50e-6, 3.0, 150e-6),
+    "cuda": Bounds(1.5, 50e-6, 10.0, 150e-6),
     "cpu": Bounds(2.0, 10e-6, 6.0, 20e-6),
 }
 # On the CPU an honest median is within a small factor of our per-call time even where the
