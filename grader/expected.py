@@ -22,16 +22,12 @@ from grader.check import is_tensor_tree
 from grader.inputs import clone_data, devices_of, iter_tensors, poison, seeded_case, written_paths
 from grader.plausibility import label
 from grader.problem import Problem
-from grader.report import PhaseClock, Stop
+from grader.report import PhaseClock, Stop, tail
 
 DEVICE_ENV = "KJ_DEVICE"  # how problem code (problems/utils.py) learns the grading device
 CUDA_ONLY = "this problem generates its inputs on CUDA; grade it on a GPU worker"
 # Registers and unregisters the problem's module names in sys.modules; one at a time.
 _IMPORT_LOCK = threading.Lock()
-
-
-def _tail(text: str, lines: int = 12) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
 
 
 @contextmanager
@@ -100,8 +96,7 @@ class ProblemSide:
                     raise Stop("error", CUDA_ONLY) from exc
                 raise Stop(
                     "error",
-                    "the problem's reference.py failed to import:\n"
-                    + _tail(traceback.format_exc()),
+                    "the problem's reference.py failed to import:\n" + tail(traceback.format_exc()),
                 ) from exc
             for needed in ("generate_input", "ref_kernel", "check_implementation"):
                 if not callable(getattr(self.reference, needed, None)):
@@ -125,7 +120,7 @@ class ProblemSide:
                 raise Stop(
                     "error",
                     f"the problem's generate_input failed for case {label(case)}:\n"
-                    + _tail(traceback.format_exc()),
+                    + tail(traceback.format_exc()),
                 ) from exc
             if self.kind == "cpu" and "cuda" in devices_of(data):
                 raise Stop("error", CUDA_ONLY)
@@ -141,7 +136,7 @@ class ProblemSide:
                 raise Stop(
                     "error",
                     f"the problem's ref_kernel failed for case {label(case)}:\n"
-                    + _tail(traceback.format_exc()),
+                    + tail(traceback.format_exc()),
                 ) from exc
             return expected, written_paths(data, scratch)
 

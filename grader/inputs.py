@@ -80,11 +80,6 @@ def to_device(data: Any, device: str) -> Any:
     return map_tensors(data, lambda t: t.to(device))
 
 
-def to_cpu(data: Any) -> Any:
-    """Plain contiguous CPU tensors, the only kind that crosses the runner channel."""
-    return map_tensors(data, lambda t: t.detach().to("cpu").contiguous())
-
-
 def devices_of(data: Any) -> set[str]:
     return {t.device.type for _, t in iter_tensors(data)}
 

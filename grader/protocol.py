@@ -13,7 +13,6 @@ A shared slab's file descriptor travels beside a message, as one marker byte car
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import io
 import json
 import os
@@ -27,7 +26,6 @@ import torch
 HEADER_BYTES = 8
 MAX_MESSAGE_BYTES = 4 << 30
 _CHUNK = 1 << 20
-_F_SETPIPE_SZ = 1031  # Linux: a larger pipe buffer means fewer system calls per message
 _TENSOR = "__kj_tensor__"
 DTYPES = {
     str(dtype).removeprefix("torch."): dtype
@@ -50,12 +48,6 @@ class ChannelClosed(ChannelError):
 
 class ChannelTimeout(ChannelError):
     """The deadline passed before the message was through."""
-
-
-def widen(fd: int) -> None:
-    """Ask for a 1 MiB pipe buffer (best effort; Linux only)."""
-    with contextlib.suppress(OSError):
-        fcntl.fcntl(fd, _F_SETPIPE_SZ, _CHUNK)
 
 
 def _split(message: Any, tensors: list[torch.Tensor]) -> Any:

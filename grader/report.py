@@ -33,6 +33,11 @@ TERMINAL_STATUSES = frozenset(
 )
 
 
+def tail(text: str, lines: int = 12) -> str:
+    """The last lines of a traceback or an output: where its author should look."""
+    return "\n".join(text.strip().splitlines()[-lines:])
+
+
 class Stop(Exception):
     """Ends grading with a verdict (error, timeout, rejected) for a person to read."""
 

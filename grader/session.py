@@ -29,7 +29,7 @@ from grader.protocol import (
     send_fd,
     send_message,
 )
-from grader.report import PhaseClock, Stop
+from grader.report import PhaseClock, Stop, tail
 from grader.shared import Slab
 from grader.staging import Layout, Sets
 
@@ -49,10 +49,6 @@ REQUEST_PHASES = {
     "ping": "cross_check",
 }
 _slab_ids = itertools.count(1)
-
-
-def _tail(text: str, lines: int = 12) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])
 
 
 @dataclass(frozen=True)
@@ -171,8 +167,8 @@ class RunnerSession:
         if not reply["ok"]:
             error = str(reply.get("error", "unknown error"))
             if reply.get("phase") == "import":
-                raise Stop("error", "submission.py failed to load:\n" + _tail(error))
-            raise Stop("error", "custom_kernel raised:\n" + _tail(error))
+                raise Stop("error", "submission.py failed to load:\n" + tail(error))
+            raise Stop("error", "custom_kernel raised:\n" + tail(error))
         return reply
 
     def _send(self, message: dict[str, Any]) -> None:

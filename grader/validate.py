@@ -22,6 +22,7 @@ from grader.expected import CUDA_ONLY, device_env, import_reference
 from grader.harness import Standby, grade
 from grader.inputs import clone_data, devices_of, iter_tensors, seeded_case
 from grader.problem import Problem
+from grader.report import tail
 
 # Seconds of timing per benchmark case when the reference is graded in benchmark mode: the
 # point is that timing works end to end, not a precise number.
@@ -311,4 +312,4 @@ def all_finite(data: Any) -> bool:
 
 
 def trace_tail() -> str:
-    return "\n".join(traceback.format_exc().strip().splitlines()[-TRACE_LINES:])
+    return tail(traceback.format_exc(), TRACE_LINES)
