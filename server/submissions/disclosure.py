@@ -1,7 +1,10 @@
 """What of a submission's report a viewer may read. A ranked (leaderboard-mode) run tells
 its author only the verdict, the score and the per-case statistics: its stdout, stderr and
 error details could carry the ranked inputs or the expected outputs, so organizers keep
-them and everyone else is told they are withheld."""
+them and everyone else is told they are withheld. A viewer who may not read the code (not
+its author, not an organizer, the code not published) reads no more of it in the report:
+no logs, no error text or traceback (they quote source lines), no screening findings, no
+flags; the verdict, the per-case statistics and the harness's own figures stay."""
 
 from __future__ import annotations
 
@@ -22,6 +25,12 @@ MESSAGE_KEPT = frozenset(
 )
 
 
+PRIVATE = "its details are its author's until the code is published"
+# Verdicts whose message holds no source: the harness's own figures and limits.
+MESSAGE_WITHOUT_SOURCE = frozenset({Status.PASSED, Status.TIMEOUT, Status.QUEUED, Status.RUNNING})
+SCREENING = "static screening rejected"
+
+
 @dataclass(frozen=True)
 class DisclosedReport:
     message: str
@@ -30,6 +39,7 @@ class DisclosedReport:
     stderr: str
     # True when the viewer is shown less than an organizer sees.
     withheld: bool
+    flags: list[str]
 
 
 def is_withheld_from(viewer: User | None, submission: Submission) -> bool:
@@ -37,9 +47,14 @@ def is_withheld_from(viewer: User | None, submission: Submission) -> bool:
     return submission.mode == Mode.LEADERBOARD and not (viewer is not None and viewer.is_admin)
 
 
-def disclose(viewer: User | None, submission: Submission) -> DisclosedReport:
+def disclose(
+    viewer: User | None, submission: Submission, *, code_visible: bool = True
+) -> DisclosedReport:
+    """The report as `viewer` may read it; `code_visible`: whether they may read the code."""
     report = submission.report or {}
     cases = [dict(case) for case in report.get("cases", [])]
+    if not code_visible:
+        return without_source(submission, cases)
     if not is_withheld_from(viewer, submission):
         return DisclosedReport(
             message=submission.message,
@@ -47,6 +62,7 @@ def disclose(viewer: User | None, submission: Submission) -> DisclosedReport:
             stdout=str(report.get("stdout", "")),
             stderr=str(report.get("stderr", "")),
             withheld=False,
+            flags=list(submission.flags),
         )
     for case in cases:
         if case.get("message"):
@@ -57,6 +73,26 @@ def disclose(viewer: User | None, submission: Submission) -> DisclosedReport:
         stdout="",
         stderr="",
         withheld=True,
+        flags=list(submission.flags),
+    )
+
+
+def without_source(submission: Submission, cases: list[dict[str, Any]]) -> DisclosedReport:
+    """For someone who may not read the code: the verdict and the statistics, no text the
+    submission's source or output could be read from."""
+    for case in cases:
+        if case.get("message") and case.get("status") != Status.PASSED:
+            case["message"] = PRIVATE
+    message = submission.message
+    screened = submission.status == Status.REJECTED and message.startswith(SCREENING)
+    if screened or submission.status not in MESSAGE_WITHOUT_SOURCE | {Status.REJECTED}:
+        failed = sum(1 for case in cases if case.get("status") != Status.PASSED)
+        message = {
+            Status.FAILED: f"{failed} of {len(cases)} cases failed; {PRIVATE}",
+            Status.REJECTED: f"rejected by static screening; {PRIVATE}",
+        }.get(Status(submission.status), f"the submission stopped with an error; {PRIVATE}")
+    return DisclosedReport(
+        message=message, cases=cases, stdout="", stderr="", withheld=True, flags=[]
     )
 
 

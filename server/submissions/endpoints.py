@@ -176,7 +176,7 @@ def submission_out(session: SessionDep, submission: Submission, viewer: User) ->
         status=submission.status,
         score=submission.score,
         message=shown.message,
-        flags=submission.flags,
+        flags=shown.flags,
         hidden=submission.is_hidden,
         hacked=submission.is_hacked,
         cases=shown.cases,

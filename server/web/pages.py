@@ -283,13 +283,14 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
 
 def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
     report = submission.report or {}
+    show_code = submissions.can_see_code(page.viewer, submission)
     return {
         "submission": submission,
         "report": report,
-        "shown": disclosure.disclose(page.viewer, submission),
+        "shown": disclosure.disclose(page.viewer, submission, code_visible=show_code),
         "live": submission.status in LIVE_STATUSES,
         "wait": submissions.queue_wait(page.session, submission),
-        "show_code": submissions.can_see_code(page.viewer, submission),
+        "show_code": show_code,
         "sol_fraction": leaderboards.sol_fraction(report),
     }
 

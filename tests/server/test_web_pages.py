@@ -122,6 +122,54 @@ async def test_code_is_for_its_author_until_the_organizers_publish_it(
     assert "stdout-debugging" in (await browser.get(f"/submissions/{tested}", headers=HTML)).text
 
 
+async def test_a_failing_private_submission_shows_others_no_line_of_its_source(
+    browser: httpx.AsyncClient,
+) -> None:
+    """An error's traceback and a screening finding quote the code; stdout may print it.
+    Until the code is published only its author and organizers read them; anyone else sees
+    the verdict and a summary."""
+    new_problem("private-errors")
+    author, token = make_user()
+    other, _ = make_user()
+    secret = "secret_tensor_trick(a, b)"
+    traceback = f'File "submission.py", line 4, in custom_kernel\n    return {secret}\nNameError'
+    reports = {
+        "error": ("error", f"custom_kernel raised:\n{traceback}", [f"screening: line 4: {secret}"]),
+        "rejected": (
+            "rejected",
+            f"static screening rejected this submission:\nline 4: {secret}",
+            [],
+        ),
+        "failed": ("failed", "1 of 1 cases failed", []),
+    }
+    ids = {}
+    for name, (status, message, flags) in reports.items():
+        sid = graded(token, "private-errors", name, mode="test")
+        with session_scope() as session:
+            submission = session.get(Submission, sid)
+            assert submission is not None
+            submission.status, submission.message, submission.flags = status, message, flags
+            report = dict(submission.report or {})
+            report["stdout"] = f"printed {secret}"
+            report["cases"] = [
+                {"kind": "test", "params": {"size": 8}, "status": status, "message": traceback}
+            ]
+            submission.report = report
+        ids[name] = sid
+    for viewer in (None, other):
+        if viewer is not None:
+            await log_in(browser, viewer)
+        for name, sid in ids.items():
+            for url in (f"/submissions/{sid}", f"/submissions/{sid}/live"):
+                page = (await browser.get(url, headers=HTML)).text
+                assert secret not in page and "submission.py" not in page, (viewer, name, url)
+                assert "until the code is published" in page
+        await post_form(browser, "/logout", {}, from_page="/") if viewer is not None else None
+    await log_in(browser, author)
+    own = (await browser.get(f"/submissions/{ids['error']}", headers=HTML)).text
+    assert secret in own and "screening: line 4" in own
+
+
 async def test_code_public_after_a_deadline_that_has_not_come(
     browser: httpx.AsyncClient,
 ) -> None:
