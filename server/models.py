@@ -246,6 +246,20 @@ class Run(Base):
     submission: Mapped[Submission] = relationship(back_populates="runs")
 
 
+class WebSession(Base):
+    """A browser's signed-in session: its cookie carries a random key whose hash is here, and
+    it lasts until it is ended (logging out, "log out everywhere") or runs out, so a cookie
+    copied or kept after logging out opens nothing."""
+
+    __tablename__ = "web_sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key_hash: Mapped[str] = mapped_column(NulFreeString(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+
+
 class LoginAttempt(Base):
     """A failed log-in, kept in the database so the limit holds across API processes."""
 

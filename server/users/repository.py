@@ -1,4 +1,4 @@
-"""Queries for users, API tokens and failed log-ins."""
+"""Queries for users, API tokens, web sessions and failed log-ins."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from sqlalchemy import bindparam, delete, func, or_, select, update
 from sqlalchemy.orm import Session, joinedload
 
 from server.db import get_engine
-from server.models import ApiToken, LoginAttempt, User
+from server.models import ApiToken, LoginAttempt, User, WebSession
 
 log = logging.getLogger(__name__)
 # One background writer for token use: a request never waits on it, nor holds the token's
@@ -113,3 +113,26 @@ def forget_failed_logins(session: Session, *, user_name: str, before: datetime) 
             or_(LoginAttempt.user_name == user_name, LoginAttempt.created_at < before)
         )
     )
+
+
+def get_open_web_session(session: Session, key_hash: str, since: datetime) -> WebSession | None:
+    """The session with this key, not ended and begun after `since`."""
+    return session.scalar(
+        select(WebSession).where(
+            WebSession.key_hash == key_hash,
+            WebSession.ended_at.is_(None),
+            WebSession.created_at > since,
+        )
+    )
+
+
+def end_web_sessions(
+    session: Session, ended_at: datetime, *, user_id: int | None = None, key_hash: str | None = None
+) -> None:
+    """End the open sessions with this key, or all of this user's."""
+    query = update(WebSession).where(WebSession.ended_at.is_(None))
+    if key_hash is not None:
+        query = query.where(WebSession.key_hash == key_hash)
+    if user_id is not None:
+        query = query.where(WebSession.user_id == user_id)
+    session.execute(query.values(ended_at=ended_at))

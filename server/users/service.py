@@ -1,4 +1,5 @@
-"""Creating users, passwords and log-in, API tokens, and resolving a bearer token to its user."""
+"""Creating users, passwords and log-in, web sessions that can be ended, API tokens, and
+resolving a bearer token to its user."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from server.errors import (
     TooManyRequests,
 )
 from server.leaderboards import upkeep
-from server.models import ApiToken, User, utcnow
+from server.models import ApiToken, User, WebSession, utcnow
 from server.settings import Settings
 from server.users import repository
 
@@ -105,6 +106,37 @@ def verify_password(user: User | None, password: str) -> bool:
         return False
 
 
+def start_web_session(session: Session, user: User) -> str:
+    """A new signed-in session for `user`; the key its cookie carries (only its hash is kept)."""
+    key = secrets.token_urlsafe(32)
+    session.add(WebSession(key_hash=hash_token(key), user_id=user.id))
+    return key
+
+
+def web_session_user(
+    session: Session, user_id: object, key: object, max_age: timedelta
+) -> User | None:
+    """The user a session cookie signs in: its key names an open session of that user begun
+    less than `max_age` ago, and the user is not banned; else nobody."""
+    if not isinstance(user_id, int) or not isinstance(key, str):
+        return None
+    found = repository.get_open_web_session(session, hash_token(key), utcnow() - max_age)
+    if found is None or found.user_id != user_id:
+        return None
+    user = repository.get_user(session, user_id)
+    return None if user is None or user.is_banned else user
+
+
+def end_web_session(session: Session, key: object) -> None:
+    if isinstance(key, str):
+        repository.end_web_sessions(session, utcnow(), key_hash=hash_token(key))
+
+
+def end_all_web_sessions(session: Session, user: User) -> None:
+    """Log out everywhere: every browser signed in as `user` is signed out."""
+    repository.end_web_sessions(session, utcnow(), user_id=user.id)
+
+
 def issue_token(session: Session, user: User, label: str = "") -> str:
     """Create a token and return it; only its hash is kept, so this is the one chance to see it."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -160,6 +192,7 @@ def moderate_user(session: Session, admin: User, user_id: int, action: str) -> U
         raise BadRequest("you cannot ban yourself or take away your own admin rights")
     if action == "ban":
         user.is_banned = True
+        end_all_web_sessions(session, user)
     elif action == "unban":
         user.is_banned = False
     elif action == "make_admin":

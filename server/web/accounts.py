@@ -58,7 +58,7 @@ def signup(request: Request, page: PageDep, form: PostedForm) -> HTMLResponse | 
         return page.render(
             "signup.html", status_code=422, values={"name": name}, errors=errors, next=next_path
         )
-    sign_in(request, user.id)
+    sign_in(request, page.session, user)
     return page.redirect(next_path)
 
 
@@ -86,14 +86,23 @@ def login(request: Request, page: PageDep, form: PostedForm) -> HTMLResponse | R
             errors={"form": exc.detail},
             next=next_path,
         )
-    sign_in(request, user.id)
+    sign_in(request, page.session, user)
     return page.redirect(next_path)
 
 
 @router.post("/logout")
 def logout(request: Request, page: PageDep, form: PostedForm) -> RedirectResponse:
-    sign_out(request)
+    sign_out(request, page.session)
     return page.redirect("/")
+
+
+@router.post("/account/sessions/end")
+def log_out_everywhere(request: Request, page: SignedInPage, form: PostedForm) -> RedirectResponse:
+    """Every browser signed in as this user is signed out, this one too."""
+    assert page.viewer is not None
+    users.end_all_web_sessions(page.session, page.viewer)
+    request.session.clear()
+    return page.redirect("/login")
 
 
 @router.get("/account")

@@ -21,8 +21,7 @@ from server.deps import SessionDep, SettingsDep
 from server.errors import Forbidden, NotAuthenticated
 from server.models import User
 from server.settings import Settings, get_settings
-from server.users import repository as users
-from server.web.sessions import CSRF_FIELD, csrf_token
+from server.web.sessions import CSRF_FIELD, csrf_token, signed_in_user
 
 TEMPLATES = Path(__file__).parent / "templates"
 STATIC = Path(__file__).parent / "static"
@@ -136,14 +135,11 @@ def with_page(request: Request, render: Callable[..., Response], *args: Any) -> 
 
 
 def session_user(request: Request, session: SessionDep) -> User | None:
-    """The signed-in user; a banned user counts as signed out."""
-    user_id = request.session.get("user_id")
-    if not isinstance(user_id, int):
-        return None
-    user = users.get_user(session, user_id)
-    if user is None or user.is_banned:
+    """The signed-in user, while the cookie's session is open; a banned user, an ended or an
+    old session counts as signed out (and the cookie forgets its user)."""
+    user = signed_in_user(request, session)
+    if user is None:
         request.session.pop("user_id", None)
-        return None
     return user
 
 

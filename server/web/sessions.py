@@ -5,21 +5,27 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated
 
 from fastapi import Depends, Request
+from sqlalchemy.orm import Session
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from server.errors import BadRequest, Forbidden
+from server.models import User
 from server.settings import Settings, get_settings
+from server.users import service as users
 
 SECRET_KEY_FILE = "secret_key"
 SESSION_COOKIE = "kj_session"
 SESSION_MAX_AGE_S = 14 * 24 * 3600
+# The cookie's key of its server-side session (server.models.WebSession).
+SESSION_KEY = "sid"
 CSRF_FIELD = "csrf_token"
 # Paths that never use the session: the REST API authenticates by token, and static files
 # answered late would otherwise send back an older cookie over a fresher one (a log-in lost).
@@ -128,12 +134,26 @@ async def posted_form(
 PostedForm = Annotated[FormData, Depends(posted_form)]
 
 
-def sign_in(request: Request, user_id: int) -> None:
-    """A fresh session for this user: nothing set before signing in carries over."""
+def sign_in(request: Request, session: Session, user: User) -> None:
+    """A fresh session for this user: nothing set before signing in carries over, and the
+    cookie names a session the server can end."""
     request.session.clear()
-    request.session["user_id"] = user_id
+    request.session["user_id"] = user.id
+    request.session[SESSION_KEY] = users.start_web_session(session, user)
     csrf_token(request)
 
 
-def sign_out(request: Request) -> None:
+def signed_in_user(request: Request, session: Session) -> User | None:
+    """The user this request's cookie signs in, while its session is open."""
+    return users.web_session_user(
+        session,
+        request.session.get("user_id"),
+        request.session.get(SESSION_KEY),
+        timedelta(seconds=SESSION_MAX_AGE_S),
+    )
+
+
+def sign_out(request: Request, session: Session) -> None:
+    """This browser's session ends (a copy of its cookie opens nothing afterwards)."""
+    users.end_web_session(session, request.session.get(SESSION_KEY))
     request.session.clear()

@@ -12,6 +12,7 @@ from server.app import create_app
 from server.db import session_scope
 from server.settings import Settings, get_settings
 from server.users.repository import get_user_by_name
+from server.users.service import moderate_user
 from server.web.sessions import InsecureSettings, secret_key
 from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form
 
@@ -246,3 +247,66 @@ async def test_cli_makes_an_admin_who_can_log_in(browser: httpx.AsyncClient) -> 
     await post_form(browser, "/logout", {}, from_page="/")
     assert (await log_in(browser, "first-admin", "first-pass-1")).status_code == 401
     assert (await log_in(browser, "first-admin", "second-pass-2")).status_code == 303
+
+
+def replay(cookie: str) -> httpx.AsyncClient:
+    """Another browser holding a copy of a session cookie."""
+    transport = httpx.ASGITransport(app=create_app())
+    return httpx.AsyncClient(
+        transport=transport, base_url="http://test", cookies={"kj_session": cookie}
+    )
+
+
+async def signed_in(client: httpx.AsyncClient) -> bool:
+    """Whether /submit opens for this browser (it sends anyone else to the log-in page)."""
+    response = await client.get("/submit", headers=HTML)
+    return response.status_code == 200 and "Submit a kernel" in response.text
+
+
+async def test_logging_out_ends_the_session_a_copied_cookie_carried(
+    browser: httpx.AsyncClient,
+) -> None:
+    name, _ = make_user()
+    await log_in(browser, name)
+    cookie = browser.cookies["kj_session"]
+    async with replay(cookie) as thief:
+        assert await signed_in(thief)
+        await post_form(browser, "/logout", {}, from_page="/")
+        assert not await signed_in(browser)
+        assert not await signed_in(thief)  # the old cookie opens nothing any more
+        answer = await thief.post(
+            "/account/tokens", data={"label": "stolen", "csrf_token": "x"}, headers=HTML
+        )
+        assert answer.status_code in (302, 303, 401, 403)
+
+
+async def test_log_out_everywhere_signs_out_every_browser(database: None) -> None:
+    name, _ = make_user()
+    first, second = replay(""), replay("")
+    async with first, second:
+        first.cookies.clear()
+        second.cookies.clear()
+        await log_in(first, name)
+        await log_in(second, name)
+        assert await signed_in(first) and await signed_in(second)
+        ended = await post_form(first, "/account/sessions/end", {}, from_page=f"/users/{name}")
+        assert ended.status_code in (302, 303) and ended.headers["location"].endswith("/login")
+        assert not await signed_in(first) and not await signed_in(second)
+        await log_in(second, name)  # logging in again starts a new session
+        assert await signed_in(second)
+
+
+async def test_a_ban_ends_the_users_sessions(
+    browser: httpx.AsyncClient, client: httpx.AsyncClient
+) -> None:
+    admin_name, _ = make_user("admin", admin=True)
+    name, _ = make_user()
+    await log_in(browser, name)
+    assert await signed_in(browser)
+    with session_scope() as session:
+        admin = get_user_by_name(session, admin_name)
+        user = get_user_by_name(session, name)
+        assert admin is not None and user is not None
+        moderate_user(session, admin, user.id, "ban")
+        moderate_user(session, admin, user.id, "unban")
+    assert not await signed_in(browser)  # unbanned, but the session ended with the ban
