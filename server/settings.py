@@ -60,7 +60,8 @@ class Settings(BaseSettings):
     )
     signup_open: bool = Field(default=True, description="anyone may sign up on the web pages")
     https: bool = Field(default=False, description="pages are served over HTTPS: Secure cookies")
-    # Failed log-ins counted per user name and per client address over a sliding window.
+    # Failed log-ins counted per user name from one client address, and per address, over a
+    # sliding window: the guesser waits, the owner logging in from elsewhere does not.
     login_window_s: int = 900
     login_max_failures: int = 5
     login_max_failures_per_address: int = 30

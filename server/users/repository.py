@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
-from sqlalchemy import bindparam, delete, func, or_, select, update
+from sqlalchemy import and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.orm import Session, joinedload
 
 from server.db import get_engine
@@ -94,11 +94,12 @@ def get_token(session: Session, user_id: int, token_id: int) -> ApiToken | None:
 def count_failed_logins(
     session: Session, *, user_name: str, address: str, since: datetime
 ) -> tuple[int, int]:
-    """Failed log-ins since ``since``: (for this user name, from this address)."""
+    """Failed log-ins since ``since``: (for this user name from this address, from this
+    address for any name)."""
     recent = select(LoginAttempt).where(LoginAttempt.created_at >= since).subquery()
-    by_name = select(func.count()).select_from(recent).where(recent.c.user_name == user_name)
-    by_address = select(func.count()).select_from(recent).where(recent.c.address == address)
-    return session.scalar(by_name) or 0, session.scalar(by_address) or 0
+    from_here = select(func.count()).select_from(recent).where(recent.c.address == address)
+    for_name = from_here.where(recent.c.user_name == user_name)
+    return session.scalar(for_name) or 0, session.scalar(from_here) or 0
 
 
 def add_failed_login(session: Session, *, user_name: str, address: str) -> None:
@@ -106,11 +107,17 @@ def add_failed_login(session: Session, *, user_name: str, address: str) -> None:
     session.flush()
 
 
-def forget_failed_logins(session: Session, *, user_name: str, before: datetime) -> None:
-    """Drop this name's failures and everyone's expired ones, so the table stays small."""
+def forget_failed_logins(
+    session: Session, *, user_name: str, address: str, before: datetime
+) -> None:
+    """Drop this name's failures from this address and everyone's expired ones, so the
+    table stays small (failures from elsewhere still count against the guesser there)."""
     session.execute(
         delete(LoginAttempt).where(
-            or_(LoginAttempt.user_name == user_name, LoginAttempt.created_at < before)
+            or_(
+                and_(LoginAttempt.user_name == user_name, LoginAttempt.address == address),
+                LoginAttempt.created_at < before,
+            )
         )
     )
 

@@ -72,17 +72,21 @@ def set_password(user: User, password: str) -> None:
 
 
 def log_in(session: Session, settings: Settings, name: str, password: str, address: str) -> User:
-    """The user whose name and password these are. Failures are recorded in the database and
-    limited per name and per address over ``login_window_s``; a banned user is refused."""
+    """The user whose name and password these are; a banned user is refused. Failures are
+    recorded in the database and limited over ``login_window_s`` per name from one address,
+    and per address: the guesser is slowed where it guesses from, and the owner, elsewhere,
+    is never locked out by someone else's wrong passwords."""
     now = utcnow()
     since = now - timedelta(seconds=settings.login_window_s)
-    by_name, by_address = repository.count_failed_logins(
+    for_name_here, here = repository.count_failed_logins(
         session, user_name=name[:64], address=address[:64], since=since
     )
-    if by_name >= settings.login_max_failures or (
-        by_address >= settings.login_max_failures_per_address
+    if for_name_here >= settings.login_max_failures or (
+        here >= settings.login_max_failures_per_address
     ):
-        raise TooManyRequests("too many failed log-ins; wait a few minutes before trying again")
+        raise TooManyRequests(
+            "too many failed log-ins from here; wait a few minutes before trying again"
+        )
     user = repository.get_user_by_name(session, name)
     if not verify_password(user, password):
         repository.add_failed_login(session, user_name=name[:64], address=address[:64])
@@ -92,7 +96,9 @@ def log_in(session: Session, settings: Settings, name: str, password: str, addre
         raise Forbidden("this account is banned")
     if passwords.check_needs_rehash(user.password_hash or ""):
         user.password_hash = passwords.hash(password)
-    repository.forget_failed_logins(session, user_name=name[:64], before=since)
+    repository.forget_failed_logins(
+        session, user_name=name[:64], address=address[:64], before=since
+    )
     return user
 
 

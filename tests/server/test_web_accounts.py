@@ -92,7 +92,9 @@ async def test_api_ignores_the_session_cookie(browser: httpx.AsyncClient) -> Non
     assert "set-cookie" not in (await browser.get("/api/v1/problems")).headers
 
 
-async def test_failed_log_ins_are_limited_across_api_processes(database: None) -> None:
+async def test_failed_log_ins_slow_the_guesser_across_api_processes_not_the_owner(
+    database: None,
+) -> None:
     name, _ = make_user()
     limit = get_settings().login_max_failures
     apps = [create_app(), create_app()]  # two API processes sharing one database
@@ -104,10 +106,18 @@ async def test_failed_log_ins_are_limited_across_api_processes(database: None) -
             assert "wrong" in wrong.text
     transport = httpx.ASGITransport(app=apps[0])
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-        # Even the right password waits now.
+        # Even the right password waits now, from where the wrong ones came.
         limited = await log_in(client, name)
     assert limited.status_code == 429
     assert "too many failed log-ins" in limited.text
+    # The owner, elsewhere, is not locked out by someone else's guesses.
+    elsewhere = httpx.ASGITransport(app=apps[1], client=("203.0.113.7", 40000))
+    async with httpx.AsyncClient(transport=elsewhere, base_url="http://test") as client:
+        owner = await log_in(client, name)
+        assert owner.status_code in (302, 303), owner.text
+    # Their log-in forgets only their own address's failures: the guesser still waits.
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        assert (await log_in(client, name)).status_code == 429
 
 
 async def test_a_successful_log_in_forgets_earlier_failures(browser: httpx.AsyncClient) -> None:
