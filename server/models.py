@@ -19,6 +19,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    func,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -99,6 +100,10 @@ class User(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user")
+
+
+# One user per name whatever its case: `ada` and `ADA` are the same name.
+Index("uq_users_name_lower", func.lower(User.name), unique=True)
 
 
 class ApiToken(Base):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Request, Response
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -24,7 +24,13 @@ from server.errors import (
 from server.models import Submission, User
 from server.settings import Settings
 from server.submissions import disclosure, service
-from server.submissions.schemas import SubmissionAccepted, SubmissionCreate, SubmissionOut
+from server.submissions.schemas import (
+    SubmissionAccepted,
+    SubmissionCreate,
+    SubmissionList,
+    SubmissionOut,
+    SubmissionSummary,
+)
 
 router = APIRouter(prefix="/api/v1/submissions", tags=["submissions"])
 
@@ -149,6 +155,38 @@ def create_submission(
         response.headers["Idempotent-Replayed"] = "true"
     # Committed (and its grading sent) when this returns, before the response leaves.
     return SubmissionAccepted(id=submission.id, status=submission.status)
+
+
+@router.get(
+    "",
+    response_model=SubmissionList,
+    responses=responses(NotAuthenticated, NotFound),
+    summary="Your own submissions, newest first",
+)
+def list_submissions(
+    session: SessionDep,
+    user: CurrentUser,
+    problem: str | None = Query(default=None, max_length=100, description="one problem's only"),
+    before: int | None = Query(default=None, ge=1, le=2**31 - 1, description="older than this id"),
+    limit: int = Query(default=50, ge=1, le=200),
+) -> SubmissionList:
+    found = service.list_own(session, user, problem_name=problem, before=before, limit=limit)
+    return SubmissionList(
+        submissions=[
+            SubmissionSummary(
+                id=s.id,
+                problem=s.problem.name,
+                mode=s.mode,
+                gpu=s.gpu_type,
+                status=s.status,
+                score=s.score,
+                created_at=s.created_at,
+                finished_at=s.finished_at,
+            )
+            for s in found
+        ],
+        next_before=found[-1].id if len(found) == limit else None,
+    )
 
 
 @router.get(

@@ -27,8 +27,15 @@ def get_by_idempotency_key(session: Session, user_id: int, key: str) -> Submissi
 
 
 def list_user_submissions(
-    session: Session, user_id: int, *, include_hidden: bool, limit: int = 200
+    session: Session,
+    user_id: int,
+    *,
+    include_hidden: bool,
+    limit: int = 200,
+    problem_id: int | None = None,
+    before: int | None = None,
 ) -> Sequence[Submission]:
+    """Newest first; `before`: only those older than this id (the next page)."""
     query = (
         select(Submission)
         .options(joinedload(Submission.problem))
@@ -38,6 +45,10 @@ def list_user_submissions(
     )
     if not include_hidden:
         query = query.where(Submission.is_hidden.is_(False))
+    if problem_id is not None:
+        query = query.where(Submission.problem_id == problem_id)
+    if before is not None:
+        query = query.where(Submission.id < before)
     return session.scalars(query).all()
 
 

@@ -26,6 +26,26 @@ class SubmissionAccepted(BaseModel):
     status: Status
 
 
+class SubmissionSummary(BaseModel):
+    """One of your submissions in a list: what it was and how it ended."""
+
+    id: int
+    problem: str
+    mode: Mode
+    gpu: str
+    status: Status
+    score: float | None = Field(description="seconds: geometric mean of the cases' medians")
+    created_at: datetime
+    finished_at: datetime | None
+
+
+class SubmissionList(BaseModel):
+    submissions: list[SubmissionSummary] = Field(description="newest first")
+    next_before: int | None = Field(
+        description="pass as `before` for the next page; null on the last one"
+    )
+
+
 class SubmissionOut(BaseModel):
     """A submission and its report (the report's fields are filled once it is graded)."""
 

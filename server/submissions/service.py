@@ -206,6 +206,18 @@ def list_for_user(session: Session, user: User, viewer: User | None) -> Sequence
     return repository.list_user_submissions(session, user.id, include_hidden=everything)
 
 
+def list_own(
+    session: Session, user: User, *, problem_name: str | None, before: int | None, limit: int
+) -> Sequence[Submission]:
+    """The user's own submissions, newest first (one problem's, with `problem_name`)."""
+    problem_id = None
+    if problem_name is not None:
+        problem_id = problems.get_visible_problem(session, problem_name, user).id
+    return repository.list_user_submissions(
+        session, user.id, include_hidden=True, limit=limit, problem_id=problem_id, before=before
+    )
+
+
 def list_recent(session: Session, limit: int = 200) -> Sequence[Submission]:
     return repository.list_recent_submissions(session, limit)
 

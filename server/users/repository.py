@@ -21,7 +21,8 @@ _token_use_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kj-tok
 
 
 def get_user_by_name(session: Session, name: str) -> User | None:
-    return session.scalar(select(User).where(User.name == name))
+    """User names are one whatever their case: `ada` and `ADA` name the same user."""
+    return session.scalar(select(User).where(func.lower(User.name) == name.lower()))
 
 
 def get_user(session: Session, user_id: int) -> User | None:

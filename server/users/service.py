@@ -53,8 +53,12 @@ def create_user(
             "a user name is 1-64 characters: letters, digits, '_', '.', '-', "
             "starting with a letter or digit"
         )
-    if repository.get_user_by_name(session, name) is not None:
-        raise Conflict(f"user {name!r} already exists")
+    taken = repository.get_user_by_name(session, name)
+    if taken is not None:
+        shown = (
+            "" if taken.name == name else f" (as {taken.name!r}: names are one whatever their case)"
+        )
+        raise Conflict(f"user {name!r} already exists{shown}")
     user = User(name=name, is_admin=is_admin)
     if password is not None:
         set_password(user, password)

@@ -231,6 +231,10 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
     upload = form.get("file")
     try:
         if isinstance(upload, UploadFile) and upload.filename:
+            if code.strip():
+                raise BadRequest(
+                    "choose a file or paste code, not both: which one did you mean to submit?"
+                )
             code = submissions.decode_code(
                 upload.file.read(page.settings.max_code_bytes + 1), page.settings
             )

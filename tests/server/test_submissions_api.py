@@ -13,7 +13,7 @@ from server.db import session_scope
 from server.models import Submission
 from server.submissions import service
 from server.submissions.schemas import GradingReport
-from tests.server.conftest import Account
+from tests.server.conftest import Account, make_account
 
 pytestmark = pytest.mark.anyio
 
@@ -377,3 +377,44 @@ async def test_a_malformed_idempotency_key_is_refused(
             "/api/v1/submissions", json=body, headers={**alice.headers, "Idempotency-Key": key}
         )
         assert_error(response, 422, "invalid_request", "Idempotency-Key")
+
+
+async def test_you_can_list_your_own_submissions(client: httpx.AsyncClient, alice: Account) -> None:
+    """Newest first, a page at a time, one problem's if asked; nobody else's."""
+    bob = make_account()
+    mine = []
+    for mode in ("test", "benchmark", "test"):
+        body = {"problem": "vectoradd", "code": HONEST, "mode": mode}
+        response = await client.post("/api/v1/submissions", json=body, headers=alice.headers)
+        mine.append(response.json()["id"])
+    body = {"problem": "vectoradd", "code": HONEST, "mode": "test"}
+    await client.post("/api/v1/submissions", json=body, headers=bob.headers)
+
+    listed = (await client.get("/api/v1/submissions", headers=alice.headers)).json()
+    assert [s["id"] for s in listed["submissions"]] == mine[::-1]
+    assert listed["next_before"] is None
+    first = listed["submissions"][0]
+    assert (
+        first["problem"] == "vectoradd" and first["status"] == "queued" and first["score"] is None
+    )
+
+    page = (await client.get("/api/v1/submissions?limit=2", headers=alice.headers)).json()
+    assert [s["id"] for s in page["submissions"]] == mine[:0:-1]
+    rest = await client.get(
+        f"/api/v1/submissions?limit=2&before={page['next_before']}", headers=alice.headers
+    )
+    assert [s["id"] for s in rest.json()["submissions"]] == [mine[0]]
+
+    one = await client.get("/api/v1/submissions?problem=vectoradd", headers=alice.headers)
+    assert len(one.json()["submissions"]) == 3
+    assert_error(
+        await client.get("/api/v1/submissions?problem=nope", headers=alice.headers),
+        404,
+        "not_found",
+    )
+    assert_error(
+        await client.get("/api/v1/submissions?limit=0", headers=alice.headers),
+        422,
+        "invalid_request",
+    )
+    assert (await client.get("/api/v1/submissions")).status_code == 401

@@ -172,6 +172,21 @@ async def test_sign_up_logs_in_and_checks_its_fields(browser: httpx.AsyncClient)
     )
     assert taken.status_code == 422
     assert 'id="name-error"' in taken.text and "already exists" in taken.text
+    # Names are one whatever their case: ADA is ada's name, for signing up and logging in.
+    shouted = await post_form(
+        browser,
+        "/signup",
+        {
+            "name": taken_name.upper(),
+            "password": "long-enough-1",
+            "password_again": "long-enough-1",
+        },
+        from_page="/signup",
+    )
+    assert shouted.status_code == 422 and "whatever their case" in shouted.text
+    with session_scope() as session:
+        found = get_user_by_name(session, taken_name.upper())
+        assert found is not None and found.name == taken_name
     done = await post_form(
         browser,
         "/signup",

@@ -312,6 +312,25 @@ async def test_submit_form_shows_each_error_next_to_its_field(
     assert "queued" in page.text and "data-live-url" in page.text
 
 
+async def test_a_file_and_pasted_code_together_are_refused(browser: httpx.AsyncClient) -> None:
+    """Which one was meant? Neither is chosen silently."""
+    name, _ = make_user()
+    await log_in(browser, name)
+    token = csrf_from(await browser.get("/submit", headers=HTML))
+    both = await browser.post(
+        "/submit",
+        data={"problem": "vectoradd", "mode": "test", "code": CODE.format(6), "csrf_token": token},
+        files={"file": ("kernel.py", CODE.format(7).encode(), "text/x-python")},
+        headers=HTML,
+    )
+    assert both.status_code == 422
+    assert 'id="code-error"' in both.text and "not both" in both.text
+    with session_scope() as session:
+        assert (
+            session.scalar(select(Submission).where(Submission.code.contains("marker-7"))) is None
+        )
+
+
 async def test_tokens_are_shown_once_and_can_be_revoked(
     browser: httpx.AsyncClient, client: httpx.AsyncClient
 ) -> None:
