@@ -7,14 +7,16 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from swagger_ui_bundle import swagger_ui_path
 
 from server import anonymous
 from server.audit.endpoints import router as audit_router
@@ -33,6 +35,8 @@ from server.web.pages import router as pages_router
 from server.web.sessions import SESSION_COOKIE, PageSessions, secret_key
 
 log = logging.getLogger(__name__)
+# Swagger UI's files, from the swagger-ui-bundle package.
+DOCS_ASSETS = "/docs/assets"
 DATABASE_AWAY = "the database cannot be reached right now; nothing was done, try again shortly"
 
 
@@ -90,7 +94,21 @@ def create_app() -> FastAPI:
         version="0.1.0",
         description="Submit GPU kernels, have them graded in a sandbox against a reference, "
         "and see them ranked. Authenticate with `Authorization: Bearer TOKEN`.",
+        # Served below from a package's copy of Swagger UI, not from a CDN: /docs works on a
+        # site with no way out to the internet.
+        docs_url=None,
+        redoc_url=None,
     )
+
+    @app.get("/docs", include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="KernelJudge API",
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
+        )
 
     # Browsers get pages for errors; the REST API and other clients get JSON.
     @app.exception_handler(KernelJudgeError)
@@ -152,6 +170,7 @@ def create_app() -> FastAPI:
     app.include_router(accounts_router)
     app.include_router(admin_router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.mount(DOCS_ASSETS, StaticFiles(directory=str(swagger_ui_path)), name="docs-assets")
     # Signed, not encrypted: the cookie holds only the user's id and the CSRF token.
     app.add_middleware(PageSessions, secret_key=secret_key(settings), https_only=settings.https)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)

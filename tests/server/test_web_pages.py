@@ -467,3 +467,14 @@ async def test_a_copy_kept_for_anonymous_readers_is_never_shown_to_a_signed_in_o
     signed_in = await browser.get("/problems/crowded", headers=HTML)
     assert f">{name}</a>" in signed_in.text and "Log out" in signed_in.text
     assert f">{name}</a>" not in anonymous.text
+
+
+async def test_the_api_docs_need_no_internet(client: httpx.AsyncClient) -> None:
+    """/docs loads Swagger UI from this server (the swagger-ui-bundle package), not a CDN."""
+    docs = await client.get("/docs")
+    assert docs.status_code == 200
+    sources = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
+    assert sources and all(source.startswith("/") for source in sources), sources
+    for source in sources:
+        asset = await client.get(source)
+        assert asset.status_code == 200 and asset.content, source
