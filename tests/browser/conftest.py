@@ -57,5 +57,11 @@ def browser() -> Iterator[Any]:
 def page(browser: Any, site: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(15_000)
-    yield context.new_page()
+    opened = context.new_page()
+    # A destructive button asks first (site.js); the tests answer yes and keep the question.
+    opened.confirmations = []
+    opened.on(
+        "dialog", lambda dialog: (opened.confirmations.append(dialog.message), dialog.accept())
+    )
+    yield opened
     context.close()

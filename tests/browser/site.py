@@ -89,7 +89,7 @@ def log_in(page: Page, site: Site, name: str, password: str) -> None:
 
 
 def log_out(page: Page) -> None:
-    page.get_by_role("button", name="Log out").click()
+    page.get_by_role("button", name="Log out", exact=True).click()
     expect(page.get_by_role("banner").get_by_role("link", name="Log in")).to_be_visible()
 
 

@@ -63,6 +63,7 @@ def test_sign_up_submit_watch_rank_token_and_log_out(page: Page, site: Site) -> 
     expect(page.locator("#new-token")).to_have_count(0)
     page.get_by_role("button", name="Revoke token").first.click()
     expect(page.locator("tr.revoked")).to_have_count(1)
+    assert any("Revoke token" in asked for asked in page.confirmations)  # it asked first
     refused = httpx.get(
         site.url(f"/api/v1/submissions/{submission_id}"),
         headers={"Authorization": f"Bearer {token}"},

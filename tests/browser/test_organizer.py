@@ -66,3 +66,14 @@ def test_competitors_cannot_read_each_others_code(page: Page, site: Site) -> Non
     log_in(page, site, "bea", "bea-password")
     page.goto(site.url(f"/submissions/{submission_id}"))
     expect(page.locator("pre.code").last).to_contain_text("secret trick")
+
+
+def test_destructive_actions_ask_first(page: Page, site: Site) -> None:
+    """Ban, make admin, hide, mark hacked, re-run, validate again, revoke, log out everywhere
+    each ask before they act (site.js; the fixture answers yes)."""
+    add_user_with_password(site.env, "dee", "dee-password", admin=False)
+    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    page.goto(site.url("/admin/users"))
+    page.get_by_role("button", name="Ban dee").click()
+    expect(page.get_by_role("button", name="Unban dee")).to_be_visible()
+    assert any(asked.startswith("Ban dee?") for asked in page.confirmations), page.confirmations

@@ -1,4 +1,5 @@
-// KernelJudge pages: live submission status, the submit form's GPU choices, copy buttons.
+// KernelJudge pages: live submission status, the submit form's GPU choices, copy buttons,
+// and a confirmation before a button that cannot be taken back.
 (function () {
   "use strict";
 
@@ -59,9 +60,20 @@
     });
   }
 
+  // A destructive button asks first; its question is in data-confirm.
+  function linkConfirmations() {
+    document.addEventListener("click", function (event) {
+      var button = event.target.closest ? event.target.closest("[data-confirm]") : null;
+      if (button && !window.confirm(button.getAttribute("data-confirm"))) {
+        event.preventDefault();
+      }
+    });
+  }
+
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("[data-live-url]").forEach(followLive);
     document.querySelectorAll("form[data-gpus]").forEach(linkGpuChoices);
     linkCopyButtons();
+    linkConfirmations();
   });
 })();
