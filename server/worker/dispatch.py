@@ -176,6 +176,10 @@ class _Cache:
             self._held[key] = (now, value)
         return value
 
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._held[key] = (time.monotonic(), value)
+
     def clear(self) -> None:
         with self._lock:
             self._held.clear()
@@ -191,6 +195,10 @@ class _QueueView:
     in_broker: list[int]  # priorities of the jobs sent and not started, oldest send first
     in_broker_ids: dict[int, int]  # outbox id -> its place among those
     running: list[tuple[int, datetime]]  # priority and start of the jobs being graded
+    newest: int  # the newest outbox id the view holds
+
+    def holds(self, row_id: int) -> bool:
+        return row_id in self.order or row_id in self.in_broker_ids
 
 
 def _view(session: Session, queue: str) -> _QueueView:
@@ -207,6 +215,7 @@ def _view(session: Session, queue: str) -> _QueueView:
         in_broker=[prio for _, prio in in_broker],
         in_broker_ids={row_id: place for place, (row_id, _) in enumerate(in_broker)},
         running=[(prio, started) for _, prio, started in sent if started is not None],
+        newest=max([row_id for row_id, _ in order] + [row_id for row_id, _, _ in sent], default=0),
     )
 
 
@@ -256,6 +265,11 @@ def wait_for(session: Session, submission: Submission) -> Wait | None:
         return None
     queue = row.queue
     view: _QueueView = _cache.get(("view", queue), ORDER_TTL_S, lambda: _view(session, queue))
+    if not view.holds(row.id) and row.id > view.newest:
+        # Made after the view was taken: a submission's first look at its place reads the
+        # queue as it is now, not as it was up to a second ago.
+        view = _view(session, queue)
+        _cache.put(("view", queue), view)
     if row.id in view.in_broker_ids:
         ahead = view.in_broker[: view.in_broker_ids[row.id]]
     elif row.id in view.order:

@@ -181,3 +181,23 @@ async def test_more_workers_take_more_jobs_at_once(client: httpx.AsyncClient) ->
     assert sent() == [first, second]  # both slots busy: the third waits
     finish(first)
     assert sent() == [second, third]
+
+
+async def test_a_new_submission_reads_its_place_from_the_queue_as_it_is_now(
+    client: httpx.AsyncClient,
+) -> None:
+    """Polling reads a queue's order from a memo kept for a second; a submission made since
+    then reads the queue afresh, so a job that started meanwhile is not counted ahead."""
+    ada, bob = make_account(), make_account()
+    running, waiting = await submit(client, ada), await submit(client, ada)
+    wait_for_sender()
+    url = f"/api/v1/submissions/{running}"
+    body = (await client.get(url, headers=ada.headers)).json()  # the memo: it waits to start
+    assert body["status"] == "queued" and body["queue_position"] == 0
+    start(running)
+    quick = await submit(client, bob)
+    wait_for_sender()
+    body = (await client.get(f"/api/v1/submissions/{quick}", headers=bob.headers)).json()
+    assert body["status"] == "queued" and body["queue_position"] == 0  # before Ada's second
+    body = (await client.get(f"/api/v1/submissions/{waiting}", headers=ada.headers)).json()
+    assert body["queue_position"] == 1
