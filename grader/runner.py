@@ -19,6 +19,7 @@ import socket
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -48,11 +49,35 @@ def plain_output(output: Any) -> Any:
     raise SubmissionError(f"{NOT_A_TENSOR}, got {type(output).__module__}.{type(output).__name__}")
 
 
+GRADER_DIR = str(Path(__file__).resolve().parent)
+IMPORTLIB = str(Path(importlib.__file__).resolve().parent)
+
+
+def _shown(frame: traceback.FrameSummary) -> bool:
+    """A frame its author can act on: not the grader's own, not the import machinery's."""
+    name = frame.filename
+    return not (name.startswith((GRADER_DIR, IMPORTLIB)) or name.startswith("<frozen importlib"))
+
+
+def _own_frames(summary: traceback.TracebackException) -> None:
+    summary.stack = traceback.StackSummary.from_list([f for f in summary.stack if _shown(f)])
+    for chained in (summary.__cause__, summary.__context__):
+        if chained is not None:
+            _own_frames(chained)
+
+
+def describe(exc: BaseException) -> str:
+    """The error as its author should read it: the traceback through their own code (a
+    syntax error with its line and a caret under the place), without the grader's frames
+    or importlib's."""
+    summary = traceback.TracebackException.from_exception(exc)
+    _own_frames(summary)
+    # Files of the work folder by their own names (submission.py, not /kj/run/submission.py).
+    return "".join(summary.format()).replace(f'File "{os.getcwd()}/', 'File "')
+
+
 def _error_reply(exc: BaseException) -> dict[str, Any]:
-    if isinstance(exc, SubmissionError):
-        text = str(exc)
-    else:
-        text = "".join(traceback.format_exception(exc))
+    text = str(exc) if isinstance(exc, SubmissionError) else describe(exc)
     print(text, file=sys.stderr, flush=True)
     return {"ok": False, "error": text}
 

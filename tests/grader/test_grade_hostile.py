@@ -23,6 +23,10 @@ def test_syntax_error_is_an_error(vectoradd: Problem) -> None:
     assert report.status == "error"
     assert "SyntaxError" in report.message
     assert "submission.py failed to load" in report.message
+    # Where to look, as the author sees their file: its line and a caret, no grader frames.
+    assert 'File "submission.py", line 2' in report.message
+    assert "^" in report.message
+    assert "importlib" not in report.message and "grader" not in report.message
 
 
 def test_missing_custom_kernel_is_an_error(vectoradd: Problem) -> None:
@@ -38,6 +42,9 @@ def test_exception_in_call_is_an_error_with_traceback(vectoradd: Problem) -> Non
     assert "ValueError: boom at call" in report.message
     assert "ValueError: boom at call" in report.stderr
     assert report.cases[0].status == "error"
+    # The traceback runs through the author's code only.
+    assert 'File "submission.py", line 2, in custom_kernel' in report.message
+    assert "grader" not in report.message and "runner.py" not in report.message
 
 
 @pytest.mark.parametrize(
