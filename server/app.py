@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.resources
 import logging
 from typing import Any
 
@@ -16,7 +17,6 @@ from sqlalchemy.exc import TimeoutError as PoolTimeout
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
-from swagger_ui_bundle import swagger_ui_path
 
 from server import anonymous
 from server.audit.endpoints import router as audit_router
@@ -25,6 +25,7 @@ from server.exports.endpoints import router as exports_router
 from server.health import router as health_router
 from server.leaderboards.endpoints import router as leaderboards_router
 from server.problems.endpoints import router as problems_router
+from server.security_headers import SecurityHeaders, script_hashes
 from server.settings import get_settings
 from server.submissions.endpoints import router as submissions_router
 from server.web import errors as web_errors
@@ -35,8 +36,9 @@ from server.web.pages import router as pages_router
 from server.web.sessions import SESSION_COOKIE, PageSessions, secret_key
 
 log = logging.getLogger(__name__)
-# Swagger UI's files, from the swagger-ui-bundle package.
+# Swagger UI's files (5.x, which reads OpenAPI 3.1), from the swagger-ui-py package.
 DOCS_ASSETS = "/docs/assets"
+SWAGGER_UI = importlib.resources.files("swagger_ui") / "static"
 DATABASE_AWAY = "the database cannot be reached right now; nothing was done, try again shortly"
 
 
@@ -100,8 +102,7 @@ def create_app() -> FastAPI:
         redoc_url=None,
     )
 
-    @app.get("/docs", include_in_schema=False)
-    def api_docs() -> HTMLResponse:
+    def docs_page() -> HTMLResponse:
         return get_swagger_ui_html(
             openapi_url="/openapi.json",
             title="KernelJudge API",
@@ -109,6 +110,10 @@ def create_app() -> FastAPI:
             swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
             swagger_favicon_url=f"{DOCS_ASSETS}/favicon-32x32.png",
         )
+
+    @app.get("/docs", include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        return docs_page()
 
     # Browsers get pages for errors; the REST API and other clients get JSON.
     @app.exception_handler(KernelJudgeError)
@@ -170,12 +175,14 @@ def create_app() -> FastAPI:
     app.include_router(accounts_router)
     app.include_router(admin_router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
-    app.mount(DOCS_ASSETS, StaticFiles(directory=str(swagger_ui_path)), name="docs-assets")
+    app.mount(DOCS_ASSETS, StaticFiles(directory=str(SWAGGER_UI)), name="docs-assets")
     # Signed, not encrypted: the cookie holds only the user's id and the CSRF token.
     app.add_middleware(PageSessions, secret_key=secret_key(settings), https_only=settings.https)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
-    # Added last, so it runs first.
     app.add_middleware(anonymous.FreshCopiesFirst, session_cookie=SESSION_COOKIE)
+    # Added last, so it runs first: on every response, the stored copies above included.
+    docs_scripts = script_hashes(bytes(docs_page().body).decode())
+    app.add_middleware(SecurityHeaders, https=settings.https, pages={"/docs": docs_scripts})
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

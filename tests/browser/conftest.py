@@ -63,5 +63,14 @@ def page(browser: Any, site: Any) -> Iterator[Any]:
     opened.on(
         "dialog", lambda dialog: (opened.confirmations.append(dialog.message), dialog.accept())
     )
+    # The site's Content-Security-Policy: a page that needs what it forbids is a broken page.
+    refused: list[str] = []
+    opened.on(
+        "console",
+        lambda message: (
+            refused.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
     yield opened
     context.close()
+    assert refused == [], f"pages broke the site's content policy: {refused}"

@@ -74,3 +74,14 @@ def test_sign_up_submit_watch_rank_token_and_log_out(page: Page, site: Site) -> 
     log_out(page)
     page.goto(site.url("/submit"))
     expect(page).to_have_url(site.url("/login?next=/submit"))
+
+
+def test_the_api_docs_run_under_the_sites_content_policy(page: Page, site: Site) -> None:
+    """The site lets only its own scripts run, and /docs (Swagger UI, started by an inline
+    script the policy names by its hash) still lists the API's operations."""
+    response = page.goto(site.url("/docs"))
+    assert response is not None
+    policy = response.headers["content-security-policy"]
+    assert "script-src 'self' 'sha256-" in policy and "unsafe-inline" not in policy.split(";")[1]
+    expect(page.locator(".opblock-summary-path").first).to_be_visible()
+    expect(page.get_by_text("/api/v1/submissions").first).to_be_visible()

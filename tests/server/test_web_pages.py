@@ -470,7 +470,7 @@ async def test_a_copy_kept_for_anonymous_readers_is_never_shown_to_a_signed_in_o
 
 
 async def test_the_api_docs_need_no_internet(client: httpx.AsyncClient) -> None:
-    """/docs loads Swagger UI from this server (the swagger-ui-bundle package), not a CDN."""
+    """/docs loads Swagger UI from this server (the swagger-ui-py package), not a CDN."""
     docs = await client.get("/docs")
     assert docs.status_code == 200
     sources = re.findall(r'(?:src|href)="([^"]+)"', docs.text)
@@ -478,3 +478,23 @@ async def test_the_api_docs_need_no_internet(client: httpx.AsyncClient) -> None:
     for source in sources:
         asset = await client.get(source)
         assert asset.status_code == 200 and asset.content, source
+
+
+async def test_every_response_says_what_a_page_may_do(client: httpx.AsyncClient) -> None:
+    """Only the site's own scripts run, nothing loads from elsewhere, no other site frames
+    a page: on pages (a stored anonymous copy included), the API and static files."""
+    for path, headers in (
+        ("/problems", HTML),
+        ("/problems", HTML),  # the second read is served from the anonymous copy
+        ("/api/v1/problems", {}),
+        ("/static/site.js", {}),
+        ("/no-such-page", HTML),
+    ):
+        response = await client.get(path, headers=headers)
+        policy = response.headers.get("content-security-policy", "")
+        directives = dict(part.strip().split(" ", 1) for part in policy.split(";"))
+        assert directives["script-src"] == "'self'", (path, policy)
+        assert directives["default-src"] == "'self'" and directives["frame-ancestors"] == "'none'"
+        assert response.headers["x-frame-options"] == "DENY"
+        assert response.headers["x-content-type-options"] == "nosniff"
+        assert response.headers["referrer-policy"] == "same-origin"
