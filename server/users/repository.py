@@ -21,7 +21,10 @@ _token_use_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kj-tok
 
 
 def get_user_by_name(session: Session, name: str) -> User | None:
-    """User names are one whatever their case: `ada` and `ADA` name the same user."""
+    """User names are one whatever their case: `ada` and `ADA` name the same user. A name
+    with a NUL character names nobody (PostgreSQL refuses NUL in any text it is sent)."""
+    if "\x00" in name:
+        return None
     return session.scalar(select(User).where(func.lower(User.name) == name.lower()))
 
 
