@@ -11,9 +11,14 @@ from grader.report import Stop
 # A case may not run faster than this fraction of its physical floor on this device.
 FLOOR_MARGIN = 0.9
 # The harness's own clock around a batch of back-to-back calls (grader/crosscheck.py): long
-# enough to be measured well, and two of them, the faster one counting.
+# enough to be measured well, and at least two of them, the fastest one counting. Where a
+# batch holds only a few calls (large cases, whose sets fill the memory a batch may take),
+# more batches run, up to CROSS_CHECK_MIN_CALLS calls or CROSS_CHECK_MAX_BATCHES batches:
+# one call alone is at the mercy of a single page fault or preemption.
 CROSS_CHECK_BATCH_S = 0.05
 CROSS_CHECK_BATCHES = 2
+CROSS_CHECK_MIN_CALLS = 8
+CROSS_CHECK_MAX_BATCHES = 8
 CROSS_CHECK_MAX_CALLS = 2000
 
 
@@ -49,6 +54,12 @@ CROSS_CHECK_BOUNDS = {
 # slack above would excuse the gap (a claimed picosecond against a 4 µs call): beyond this
 # ratio it cannot be real.
 CPU_CROSS_CHECK_IMPOSSIBLE_RATIO = 100.0
+
+
+def batch_count(calls_per_batch: int) -> int:
+    """How many batches of `calls_per_batch` calls the cross-check runs."""
+    wanted = -(-CROSS_CHECK_MIN_CALLS // max(1, calls_per_batch))
+    return max(CROSS_CHECK_BATCHES, min(CROSS_CHECK_MAX_BATCHES, wanted))
 
 
 def label(case: dict[str, object]) -> str:

@@ -95,6 +95,40 @@ def test_benchmark_mode_scores_with_time_statistics(
     }
 
 
+# Three 8 MiB temporaries alive at once, freed when the call returns; the kernel counts
+# the fresh pages (minor faults) each call had to take.
+TEMPORARIES = """
+import resource
+import torch
+
+faults = []
+
+
+def custom_kernel(data):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    parts = [torch.ones(1 << 21) for _ in range(3)]
+    out = data.double().sum().float() + 0 * sum(float(p[0]) for p in parts)
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    if len(faults) == 60:
+        print("fresh pages per call:", max(faults[20:]))
+    return out
+"""
+
+
+def test_a_kernel_making_large_temporaries_finds_its_memory_again_each_call(
+    vectorsum: Problem, with_cases: Callable[..., Problem]
+) -> None:
+    """Memory a call frees is not handed back to the system, to be found again as fresh
+    pages: with glibc's defaults such a call paid 2,000 page faults every time, or only
+    some of the time (vectorsum's own reference took 5 ms instead of 0.4 ms every few
+    calls), and the grader's own clock then disagreed with the timed calls for no fault of
+    the submission's."""
+    problem = with_cases(vectorsum, benchmarks=[{"size": 4096, "seed": 6256}], budget_s=0.5)
+    report = grade(problem, TEMPORARIES, mode="benchmark", device="cpu")
+    assert report.status == "passed", report.message + report.stderr
+    assert "fresh pages per call: 0\n" in report.stdout, report.stdout
+
+
 def test_leaderboard_mode_passes_with_secret_seed(
     vectorsum: Problem, solution: Callable[[str, str], str], with_cases: Callable[..., Problem]
 ) -> None:
