@@ -33,6 +33,10 @@
 #   bash bench/h200_session.sh cases      # one stream: the corpus's CUDA cases, the GPU's
 #                                         #    state around them, (NCU=1) our medians against ncu
 #   bash bench/h200_session.sh speedcases # speed, then cases
+#   bash bench/h200_session.sh probe      # one stream: rmsnorm's and vectoradd's medians against
+#                                         #    the harness's clock (bench/crosscheck_probe.py),
+#                                         #    Nsight Compute in the sandbox (bench/ncu_probe.py),
+#                                         #    (NCU=1) our medians against ncu
 #   bash bench/h200_session.sh ranked     # A: a persisting-L2 window against the flush
 #                                         #    (bench/l2_persisting.py: honest medians with
 #                                         #    the reset off and on too), the corpus's CUDA
@@ -255,6 +259,19 @@ cases_stream() {  # the corpus's CUDA cases (and, with NCU=1, our medians agains
   fi
 }
 
+probe_stream() {  # the harness's clock beside the medians, Nsight Compute in the sandbox
+  step 240 "rmsnorm's solutions in leaderboard mode: medians against the harness's clock" \
+    python3 bench/crosscheck_probe.py rmsnorm pytorch triton cuda_inline --runs 2 \
+    --out "$out/crosscheck_rmsnorm.json"
+  step 60 "vectoradd beside them" python3 bench/crosscheck_probe.py vectoradd pytorch \
+    --runs 1 --out "$out/crosscheck_vectoradd.json"
+  step 120 "Nsight Compute outside and inside the sandbox" python3 bench/ncu_probe.py \
+    --out "$out/ncu_probe.json"
+  if [ -n "${NCU:-}" ]; then
+    step 200 "our medians against ncu" python3 bench/validate_timing.py compare "$out"
+  fi
+}
+
 speed_and_cases() {
   speed_stream
   cases_stream
@@ -278,5 +295,6 @@ case "$what" in
   speed) one_stream speed_stream ;;
   cases) one_stream cases_stream ;;
   speedcases) one_stream speed_and_cases ;;
+  probe) one_stream probe_stream ;;
   *) echo "unknown: $what"; exit 2 ;;
 esac

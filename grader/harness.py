@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from grader import crosscheck, inputs, plausibility
+from grader import crosscheck, inputs, plausibility, profiling
 from grader.calibrate import DevicePeaks, measure_peaks
 from grader.check import is_tensor_tree, modified_inputs, wrong_output
 from grader.confine import DEFAULT_MEMORY_BYTES
@@ -323,6 +323,11 @@ class _Grading:
             self._time_benchmark(session, setup, slab_id, sets, result)
         elif self.mode == "leaderboard":
             self._time_ranked(session, setup, slab_id, sets, result)
+        elif self.mode == Mode.PROFILE:
+            with self.clock.phase("profile"):
+                self._write(sets, setup.data, setup.written)
+                reply = session.request({"op": "profile", "slab": slab_id, "set": 0}).reply
+                result.profile = profiling.table_from_reply(reply, self.kind)
         if result.time is not None:
             self._cross_check(session, setup, layout, result)
         result.status = "passed"
@@ -492,6 +497,12 @@ class _Grading:
         self.report.status = "passed"
         if self.mode == "test":
             self.report.message = f"all {len(self.report.cases)} test cases passed"
+            return
+        if self.mode == Mode.PROFILE:
+            self.report.message = (
+                f"all {len(self.report.cases)} benchmark cases passed and were profiled "
+                f"({profiling.TOOL}; no score: a profile never ranks)"
+            )
             return
         medians = [c.time["median_s"] for c in self.report.cases if c.time]
         self.report.score = geometric_mean(medians)

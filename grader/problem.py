@@ -97,6 +97,7 @@ class Problem:
             "test": self.test_timeout,
             "benchmark": self.benchmark_timeout,
             "leaderboard": self.ranked_timeout,
+            "profile": self.benchmark_timeout,
         }[mode]
 
     @property

@@ -26,6 +26,9 @@ class Mode(StrEnum):
     TEST = "test"  # correctness on the test cases
     BENCHMARK = "benchmark"  # also timed on the benchmark cases
     LEADERBOARD = "leaderboard"  # the ranked run: secret-seeded inputs, every call checked
+    # The benchmark cases' public inputs, each case's output checked, then its calls
+    # profiled; never timed for a ranking.
+    PROFILE = "profile"
 
 
 TERMINAL_STATUSES = frozenset(
@@ -56,6 +59,8 @@ class CaseResult:
     # median_s, mean_s, min_s, p10_s, p90_s, cv, samples, sm_clock_mhz; None when untimed.
     time: dict[str, Any] | None = None
     roofline: dict[str, float] | None = None
+    # Profile mode: what took the time in the case's profiled calls (grader/profiling.py).
+    profile: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

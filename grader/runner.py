@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from grader import shared
+from grader.profiling import profile_calls
 from grader.protocol import ChannelClosed, recv_fd, recv_message, send_message
 from grader.staging import Layout, Sets
 from grader.timing import DEFAULT_CASE_BUDGET_S, MAX_SAMPLES, Timer
@@ -191,6 +192,11 @@ class Runner:
                 "samples": [seconds],
                 "sm_clock_mhz": self.timer.sm_clock_mhz(),
                 "output": sets.deposit(index, plain_output(output)),
+            }
+        if op == "profile":
+            return {
+                "ok": True,
+                "profile": profile_calls(self.kernel, sets.data(index), self.device),
             }
         if op == "batch":
             # Back to back, each output left in its own set as soon as it is made: the harness

@@ -83,6 +83,8 @@ def without_source(submission: Submission, cases: list[dict[str, Any]]) -> Discl
     for case in cases:
         if case.get("message") and case.get("status") != Status.PASSED:
             case["message"] = PRIVATE
+        # A profile names the submission's own functions and kernels.
+        case.pop("profile", None)
     message = submission.message
     screened = submission.status == Status.REJECTED and message.startswith(SCREENING)
     if screened or submission.status not in MESSAGE_WITHOUT_SOURCE | {Status.REJECTED}:

@@ -106,6 +106,8 @@ class CaseReport(BaseModel):
     message: str = ""
     time: dict[str, Any] | None = None
     roofline: dict[str, Any] | None = None
+    # Profile mode: the case's profiled calls (grader.profiling).
+    profile: dict[str, Any] | None = None
 
 
 class GradingReport(BaseModel):

@@ -25,7 +25,8 @@ from grader.report import Mode, Status
 from server.models import OutboxMessage, Submission, utcnow
 
 GRADE = "grade"
-PRIORITY = {Mode.TEST: 0, Mode.BENCHMARK: 1, Mode.LEADERBOARD: 2}
+# Profiles go last: they help their author, and rank nobody.
+PRIORITY = {Mode.TEST: 0, Mode.BENCHMARK: 1, Mode.LEADERBOARD: 2, Mode.PROFILE: 3}
 # Recent gradings per mode and queue behind an expected duration, and how long the figures
 # and a queue's order are kept in this process before they are read again.
 RECENT_GRADINGS = 50
@@ -36,7 +37,12 @@ ORDER_TTL_S = 1.0
 WORKERS_SEEN_FOR = timedelta(minutes=10)
 WORKERS_TTL_S = 10.0
 # A guess for a mode no grading of which has finished yet on this queue.
-UNKNOWN_DURATION_S = {Mode.TEST: 10.0, Mode.BENCHMARK: 30.0, Mode.LEADERBOARD: 60.0}
+UNKNOWN_DURATION_S = {
+    Mode.TEST: 10.0,
+    Mode.BENCHMARK: 30.0,
+    Mode.PROFILE: 30.0,
+    Mode.LEADERBOARD: 60.0,
+}
 
 
 def priority(mode: str) -> int:

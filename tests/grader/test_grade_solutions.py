@@ -129,6 +129,30 @@ def test_a_kernel_making_large_temporaries_finds_its_memory_again_each_call(
     assert "fresh pages per call: 0\n" in report.stdout, report.stdout
 
 
+def test_profile_mode_tells_what_took_the_time_on_the_public_cases(
+    quick_vectoradd: Problem, solution: Callable[[str, str], str]
+) -> None:
+    report = grade(quick_vectoradd, solution("vectoradd", "pytorch"), mode="profile")
+    assert report.status == "passed", report.message + report.stderr
+    assert report.score is None and "a profile never ranks" in report.message
+    assert [case.params for case in report.cases] == quick_vectoradd.benchmarks_for("cpu")
+    for case in report.cases:
+        assert case.time is None and case.profile is not None
+        assert case.profile["tool"] == "torch.profiler"
+        assert "CPU worker" in case.profile["why_not_ncu"]
+        (add,) = [row for row in case.profile["rows"] if row["name"] == "aten::add"]
+        assert add["count"] == case.profile["calls"] == 3
+        assert add["self_us"] > 0
+
+
+def test_a_wrong_kernel_is_not_profiled(
+    quick_vectoradd: Problem, solution: Callable[[str, str], str]
+) -> None:
+    report = grade(quick_vectoradd, solution("vectoradd", "wrong_zeros"), mode="profile")
+    assert report.status == "failed"
+    assert all(case.profile is None for case in report.cases)
+
+
 def test_leaderboard_mode_passes_with_secret_seed(
     vectorsum: Problem, solution: Callable[[str, str], str], with_cases: Callable[..., Problem]
 ) -> None:

@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 import torch
 
+from grader import profiling
 from grader.check import first_mismatches, normalise_verdict
 from grader.device import detect_device, device_type_from_name
 from grader.expected import import_reference
 from grader.inputs import case_seed, seeded_case, written_paths
 from grader.problem import Problem
 from grader.protocol import ChannelClosed, ChannelError, ChannelTimeout, recv_message, send_message
-from grader.report import CaseResult, Report
+from grader.report import CaseResult, Report, Stop
 from grader.timing import Timer, enough_samples, geometric_mean, summarize
 
 
@@ -220,3 +221,24 @@ def test_protocol_refuses_forged_tensor_descriptors() -> None:
             finally:
                 os.close(read_fd)
                 os.close(write_fd)
+
+
+def test_a_profile_from_the_runner_is_kept_bounded_and_well_formed() -> None:
+    row = {"name": "k" * 10_000, "device_type": "CUDA", "count": 3, "self_us": 1.0,
+           "total_us": 2.0, "self_device_us": 3.0, "device_us": 4.0}  # fmt: skip
+    kept = profiling.table_from_reply(
+        {"profile": {"calls": 3, "wall_us_per_call": 5.0, "rows": [row] * 1000}}, "cuda"
+    )
+    assert len(kept["rows"]) == profiling.MAX_ROWS
+    assert len(kept["rows"][0]["name"]) == profiling.MAX_NAME
+    assert "Nsight Compute does not run on this worker" in kept["why_not_ncu"]
+    for bad in (
+        {"profile": "fast"},
+        {"profile": {"calls": 3, "wall_us_per_call": 5.0, "rows": [{"name": 1}]}},
+        {"profile": {"calls": 3, "wall_us_per_call": float("nan"), "rows": []}},
+        {"profile": {"calls": -1, "wall_us_per_call": 5.0, "rows": []}},
+        {"profile": {"calls": 3, "wall_us_per_call": 5.0, "rows": [{**row, "self_us": "1"}]}},
+    ):
+        with pytest.raises(Stop) as stopped:
+            profiling.table_from_reply(bad, "cuda")
+        assert stopped.value.status == "error"

@@ -51,6 +51,24 @@ def test_submit_grade_and_rank_on_one_machine(tmp_path: Path) -> None:
         assert failed["score"] is None
         assert "mismatch" in failed["message"].lower()
 
+        # A profile tells its author what took the time, and ranks nobody.
+        other = add_user(env, "bea")
+        code = (SOLUTIONS / "pytorch.py").read_text()
+        profiled = wait_for(
+            base, other, submit(base, other, "vectoradd", code, "profile"), TERMINAL, 120, log
+        )
+        assert profiled["status"] == "passed", profiled["message"]
+        assert profiled["score"] is None
+        assert (
+            "Nsight Compute profiles CUDA kernels only"
+            in profiled["cases"][0]["profile"]["why_not_ncu"]
+        )
+        for case in profiled["cases"]:
+            assert case["kind"] == "benchmark" and case["time"] is None
+            assert "aten::add" in [row["name"] for row in case["profile"]["rows"]]
+        board = httpx.get(f"{base}/api/v1/leaderboards/vectoradd").json()
+        assert [entry["user"] for entry in board["entries"]] == ["ada"]
+
 
 HUNG = """
 import time

@@ -498,3 +498,58 @@ async def test_every_response_says_what_a_page_may_do(client: httpx.AsyncClient)
         assert response.headers["x-frame-options"] == "DENY"
         assert response.headers["x-content-type-options"] == "nosniff"
         assert response.headers["referrer-policy"] == "same-origin"
+
+
+async def test_a_profile_is_shown_to_its_author_alone(browser: httpx.AsyncClient) -> None:
+    """Profile mode's table names the submission's own kernels: its author reads it, per
+    call, with why there is no Nsight Compute profile; another user and the API without
+    the author's token do not."""
+    new_problem("profiled")
+    author, token = make_user()
+    other, _ = make_user()
+    sid = graded(token, "profiled", "profile", mode="profile", score=1e-4)
+    kernel = "my_secret_fused_add_kernel"
+    with session_scope() as session:
+        submission = session.get(Submission, sid)
+        assert submission is not None
+        submission.score = None
+        report = dict(submission.report or {})
+        report["cases"] = [
+            {
+                "kind": "benchmark",
+                "params": {"size": 256},
+                "status": "passed",
+                "time": None,
+                "profile": {
+                    "tool": "torch.profiler",
+                    "why_not_ncu": "a CPU worker: Nsight Compute profiles CUDA kernels only",
+                    "calls": 3,
+                    "wall_us_per_call": 90.0,
+                    "rows": [
+                        {
+                            "name": kernel,
+                            "device_type": "CPU",
+                            "count": 3,
+                            "self_us": 150.0,
+                            "total_us": 180.0,
+                            "self_device_us": 0.0,
+                            "device_us": 0.0,
+                        }
+                    ],
+                },
+            }
+        ]
+        submission.report = report
+    await log_in(browser, author)
+    own = (await browser.get(f"/submissions/{sid}", headers=HTML)).text
+    assert kernel in own and "Nsight Compute profiles CUDA kernels only" in own
+    # 150 µs of self time over 3 calls: 50 µs a call.
+    assert ">50 µs<" in own and ">60 µs<" in own
+    api = await browser.get(
+        f"/api/v1/submissions/{sid}", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert api.json()["cases"][0]["profile"]["rows"][0]["name"] == kernel
+    await post_form(browser, "/logout", {}, from_page="/")
+    await log_in(browser, other)
+    assert kernel not in (await browser.get(f"/submissions/{sid}", headers=HTML)).text
+    assert kernel not in (await browser.get(f"/api/v1/submissions/{sid}")).text

@@ -1,0 +1,116 @@
+"""Profile mode: what took the time in a submission's calls. The runner profiles a few calls
+on a case's public inputs with torch.profiler (`profile_calls`, inside the sandbox, around
+an NVTX range named `kj-submission`); the harness keeps only a bounded, well-formed table
+of it (`table_from_reply`). A profile is its author's to read and never times a ranking,
+so what the submission could bend in it misleads only itself."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from grader.report import Stop
+
+# Calls profiled per case, after one call outside the profile (compilation, autotuning and
+# the caching allocator's first blocks are not what a competitor wants to read about).
+PROFILED_CALLS = 3
+# Rows of the table kept per case, the heaviest first, and the longest name kept.
+MAX_ROWS = 25
+MAX_NAME = 240
+NVTX_RANGE = "kj-submission"
+TOOL = "torch.profiler"
+# Why there is no Nsight Compute profile, in the report's words.
+WHY_NOT_NCU = {
+    "cpu": "a CPU worker: Nsight Compute profiles CUDA kernels only, so this is "
+    "torch.profiler's table of the calls on the CPU",
+    "cuda": "Nsight Compute does not run on this worker: this is torch.profiler's table of "
+    "the calls, their CUDA kernels included",
+}
+_NUMBERS = ("self_us", "total_us", "self_device_us", "device_us")
+
+
+def profile_calls(kernel: Callable[[Any], Any], data: Any, device: str) -> dict[str, Any]:
+    """Runs in the runner: one call to warm up, then PROFILED_CALLS calls profiled."""
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    kernel(data)
+    sync()
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if device == "cuda":
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities) as profiler:
+        started = time.perf_counter()
+        if device == "cuda":
+            torch.cuda.nvtx.range_push(NVTX_RANGE)
+        for _ in range(PROFILED_CALLS):
+            kernel(data)
+        sync()
+        if device == "cuda":
+            torch.cuda.nvtx.range_pop()
+        wall = time.perf_counter() - started
+    rows = [_row(event) for event in profiler.key_averages()]
+    heaviest = "self_device_us" if device == "cuda" else "self_us"
+    rows.sort(key=lambda row: -float(row[heaviest]))
+    return {"calls": PROFILED_CALLS, "wall_us_per_call": wall * 1e6 / PROFILED_CALLS,
+            "rows": rows[:MAX_ROWS]}  # fmt: skip
+
+
+def _row(event: Any) -> dict[str, Any]:
+    def total(*names: str) -> float:
+        for name in names:
+            value = getattr(event, name, None)
+            if isinstance(value, int | float):
+                return float(value)
+        return 0.0
+
+    return {
+        "name": str(event.key)[:MAX_NAME],
+        "device_type": str(getattr(event, "device_type", "")).rsplit(".", 1)[-1],
+        "count": int(event.count),
+        "self_us": total("self_cpu_time_total"),
+        "total_us": total("cpu_time_total"),
+        "self_device_us": total("self_device_time_total", "self_cuda_time_total"),
+        "device_us": total("device_time_total", "cuda_time_total"),
+    }
+
+
+def table_from_reply(reply: dict[str, Any], kind: str) -> dict[str, Any]:
+    """The runner's profile as the report keeps it: bounded and of the expected shape, or
+    the grading stops with an error."""
+    profile = reply.get("profile")
+    if not isinstance(profile, dict) or not isinstance(profile.get("rows"), list):
+        raise Stop("error", "the runner answered the profile request without a profile")
+    rows = []
+    for row in profile["rows"][:MAX_ROWS]:
+        if not isinstance(row, dict) or not isinstance(row.get("name"), str):
+            raise Stop("error", "the runner answered the profile request with malformed rows")
+        kept: dict[str, Any] = {
+            "name": row["name"][:MAX_NAME],
+            "device_type": str(row.get("device_type", ""))[:16],
+            "count": _count(row.get("count")),
+        }
+        for key in _NUMBERS:
+            kept[key] = _number(row.get(key))
+        rows.append(kept)
+    return {
+        "tool": TOOL,
+        "why_not_ncu": WHY_NOT_NCU[kind],
+        "calls": _count(profile.get("calls")),
+        "wall_us_per_call": _number(profile.get("wall_us_per_call")),
+        "rows": rows,
+    }
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise Stop("error", "the runner answered the profile request with malformed numbers")
+    return max(0.0, float(value))
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Stop("error", "the runner answered the profile request with malformed counts")
+    return value
