@@ -208,6 +208,8 @@ def render_submit(
         status_code=status_code,
         problems=visible,
         gpus_by_problem=gpus,
+        # The editor starts from the chosen problem's template (server/web/editor).
+        templates_by_problem={p.name: loaded_problem(p).submission_template for p in visible},
         all_gpus=sorted({gpu for offered in gpus.values() for gpu in offered}),
         modes=submissions.MODES,
         values=values,

@@ -102,7 +102,7 @@ def submit_by_form(
     if file is not None:
         page.get_by_label("Upload a file").set_input_files(file)
     else:
-        page.get_by_label("…or paste the code").fill(code)
+        page.get_by_label("Code editor").fill(code)
     page.get_by_role("button", name="Submit", exact=True).click()
     page.wait_for_url(re.compile(r"/submissions/\d+$"))
     return int(page.url.rsplit("/", 1)[1])
@@ -114,15 +114,23 @@ def wait_for_verdict(page: Page, status: str, timeout_s: float = 180) -> None:
     )
 
 
-def renamed_problem_archive(source: str, name: str) -> bytes:
+def renamed_problem_archive(source: str, name: str, description: str | None = None) -> bytes:
     """A .tar.gz of a built-in problem folder under a new name, with the shared files its
-    task.yml names by ``../``, as an organizer would pack it."""
+    task.yml names by ``../``, as an organizer would pack it; ``description``, when given,
+    comes before the task's own (so the files, and the version, differ)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
         for shared in ("utils.py", "eval.py"):
             if (PROBLEMS_DIR / shared).exists():
                 archive.add(PROBLEMS_DIR / shared, arcname=f"pack/{shared}")
         for path in sorted((PROBLEMS_DIR / source).iterdir()):
-            if path.is_file():
+            if path.name == "task.yml" and description is not None:
+                task = path.read_text().replace(
+                    "description: |\n", f"description: |\n  {description}\n\n", 1
+                )
+                info = tarfile.TarInfo(f"pack/{name}/{path.name}")
+                info.size = len(task.encode())
+                archive.addfile(info, io.BytesIO(task.encode()))
+            elif path.is_file():
                 archive.add(path, arcname=f"pack/{name}/{path.name}")
     return buffer.getvalue()

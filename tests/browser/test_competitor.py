@@ -8,7 +8,15 @@ import re
 import httpx
 from playwright.sync_api import Page, expect
 
-from tests.browser.site import VECTORADD, Site, log_out, sign_up, submit_by_form, wait_for_verdict
+from tests.browser.site import (
+    PROBLEMS_DIR,
+    VECTORADD,
+    Site,
+    log_out,
+    sign_up,
+    submit_by_form,
+    wait_for_verdict,
+)
 
 
 def test_sign_up_submit_watch_rank_token_and_log_out(page: Page, site: Site) -> None:
@@ -16,9 +24,12 @@ def test_sign_up_submit_watch_rank_token_and_log_out(page: Page, site: Site) -> 
 
     # A form error lands next to its field, and nothing is queued.
     page.goto(site.url("/submit?problem=vectoradd"))
+    page.get_by_label("Code editor").click()  # it starts from the template: clear it
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Delete")
     page.get_by_role("button", name="Submit", exact=True).click()
     expect(page.locator("#code-error")).to_contain_text("the code is empty")
-    expect(page.get_by_label("…or paste the code")).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_label("Code editor")).to_have_attribute("aria-invalid", "true")
 
     # Test mode by pasting the code; the status changes without the page reloading.
     submission_id = submit_by_form(
@@ -85,3 +96,45 @@ def test_the_api_docs_run_under_the_sites_content_policy(page: Page, site: Site)
     assert "script-src 'self' 'sha256-" in policy and "unsafe-inline" not in policy.split(";")[1]
     expect(page.locator(".opblock-summary-path").first).to_be_visible()
     expect(page.get_by_text("/api/v1/submissions").first).to_be_visible()
+
+
+def test_the_submit_page_edits_python_with_its_problems_template(page: Page, site: Site) -> None:
+    """The code field is an editor: the chosen problem's template to start from, Python
+    highlighted, Tab indenting, and what it holds is what the form posts; on a phone too."""
+    sign_up(page, site, "eve", "eve-password")
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(site.url("/submit"))
+    page.locator("#problem").select_option("vectoradd")
+    editor = page.get_by_label("Code editor")
+    template = (PROBLEMS_DIR / "vectoradd" / "submission.py").read_text()
+    expect(page.locator("#code")).to_have_value(template)
+    expect(editor).to_contain_text("def custom_kernel")
+    box = page.locator(".code-editor").bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+
+    # A keyword is drawn in another colour than the names around it.
+    keyword = editor.locator("span", has_text=re.compile(r"^def$")).first
+    colours = keyword.evaluate(
+        "k => [getComputedStyle(k).color, getComputedStyle(k.closest('.cm-line')).color]"
+    )
+    assert colours[0] != colours[1], colours
+
+    # Tab indents the line (four spaces) instead of leaving the field.
+    editor.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.type("x = 1")
+    page.keyboard.press("Home")
+    page.keyboard.press("Tab")
+    expect(page.locator("#code")).to_have_value("    x = 1")
+    expect(editor).to_be_focused()
+
+    # Choosing another problem does not throw away code of one's own.
+    page.locator("#problem").select_option("vectorsum")
+    expect(page.locator("#code")).to_have_value("    x = 1")
+
+    code = (VECTORADD / "pytorch.py").read_text()
+    submitted = submit_by_form(page, site, "vectoradd", "test", code=code)
+    page.goto(site.url(f"/submissions/{submitted}"))
+    expect(page.locator("pre.code").last).to_contain_text("def custom_kernel")
+    shown = page.locator("pre.code").last.inner_text()
+    assert shown.strip() == code.strip(), shown
