@@ -10,7 +10,10 @@ from celery import Celery
 from sqlalchemy.exc import SADeprecationWarning
 
 from server.settings import Settings, get_settings
-from server.worker import embedded  # noqa: F401  (registers the embedded broker's scheme)
+from server.worker import (
+    embedded,  # noqa: F401  (registers the embedded broker's scheme)
+    shutdown,  # noqa: F401  (a worker's shutdown always ends)
+)
 
 RESULTS_QUEUE = "results"
 

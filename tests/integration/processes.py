@@ -3,6 +3,7 @@ over HTTP, as a user with curl would."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -76,6 +77,17 @@ def stop_group(process: subprocess.Popen[bytes], sig: int) -> None:
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=10)
+    # The group's other processes (serve's workers) have a few seconds more; none outlives
+    # the test that started it.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 @contextmanager

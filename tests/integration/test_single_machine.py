@@ -3,6 +3,9 @@ broker grades through its own worker; a user works with HTTP alone."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 import time
 from pathlib import Path
 
@@ -107,3 +110,45 @@ def test_a_hung_kernel_delays_another_users_test_by_its_short_limit_at_most(
             f"{base}/api/v1/submissions/{hung[1]}", headers={"Authorization": f"Bearer {ada}"}
         ).json()
         assert second["status"] in ("queued", "running")  # Bob went before it
+
+
+def processes_in_group(group: int) -> list[str]:
+    """The command lines of the processes still in process group `group`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == group and fields[0] != "Z":
+                found.append((entry / "cmdline").read_text().replace("\0", " ").strip())
+        except (OSError, IndexError, ValueError):
+            continue
+    return found
+
+
+def test_stopping_serve_leaves_no_process_behind(tmp_path: Path) -> None:
+    """SIGTERM to the whole install (what a service manager sends to its processes, the
+    workers' own pool processes included) ends every one of them: a worker whose pool
+    process died first used to hang in its shutdown for good."""
+    env = service_env(tmp_path / "var")
+    token = add_user(env, "stopper")
+    log = tmp_path / "serve.log"
+    with serving(env, log) as base:
+        sid = submit(base, token, "vectoradd", (SOLUTIONS / "pytorch.py").read_text(), "test")
+        wait_for(base, token, sid, TERMINAL, 120, log)
+        group = next(
+            int(line.split()[0])
+            for line in subprocess.run(
+                ["ps", "-eo", "pid,pgid,args"], capture_output=True, text=True, check=True
+            ).stdout.splitlines()[1:]
+            if "server.cli serve" in line and line.split()[0] == line.split()[1]
+        )
+        os.killpg(group, signal.SIGTERM)
+        deadline = time.monotonic() + 45
+        while processes_in_group(group) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        left = processes_in_group(group)
+        if left:
+            os.killpg(group, signal.SIGKILL)
+        assert left == [], f"still running 45 s after SIGTERM: {left}\n{log.read_text()[-3000:]}"
