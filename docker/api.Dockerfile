@@ -12,9 +12,10 @@ ENV PATH=/opt/venv/bin:$PATH
 RUN pip install $TORCH_SPEC
 WORKDIR /src
 COPY . .
-# grader/problem.py finds the built-in problems at <parent of grader/>/problems, which for
-# an installed (non-editable) package is site-packages.
-RUN pip install . \
+# The server extra: `pip install .` alone is the submitter's light client. grader/problem.py
+# finds the built-in problems at <parent of grader/>/problems, which for an installed
+# (non-editable) package is site-packages.
+RUN pip install ".[server]" \
  && cp -r problems "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/problems"
 
 FROM python:3.11-slim

@@ -25,9 +25,10 @@ ENV PATH=/opt/venv/bin:$PATH
 RUN pip install $TORCH_SPEC
 WORKDIR /src
 COPY . .
-# The built-in problems next to the installed grader/ (only for `kerneljudge grade NAME`;
-# a queued grading carries its problem's files in the job).
-RUN pip install ".[triton]" \
+# The server and Triton extras (`pip install .` alone is the submitter's light client); the
+# built-in problems next to the installed grader/ (only for `kerneljudge grade NAME`; a
+# queued grading carries its problem's files in the job).
+RUN pip install ".[server,triton]" \
  && cp -r problems "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/problems" \
  && cd / && rm -rf /src
 

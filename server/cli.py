@@ -1,32 +1,75 @@
-"""The ``kerneljudge`` command line: serve, worker, grade, user add, problem add."""
+"""The ``kerneljudge`` command line: serve, worker, grade, user add, problem add, and the
+submitter's commands (login, submit, status, problems, bundle, leaderboard, submissions)."""
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
+# Only the standard library, Typer, Rich and httpx at the top: the submitter's commands run
+# on the light install (`pip install kerneljudge`), which has no torch, FastAPI, SQLAlchemy or
+# Celery, and start in a fraction of a second. The other commands import what they need when
+# they run: this module is the program's entry point and no module imports it, so an import
+# inside a command costs that command alone.
+from server.client import commands as submitter
+from server.client import show
 from server.devices import calibrate_local_device, local_device
 
 PR_SET_PDEATHSIG = 1
 GRADINGS_PER_PROCESS = 200
 
+SERVER_PANEL = "Running a server"
 app = typer.Typer(help="KernelJudge: a server for GPU kernel competitions.", no_args_is_help=True)
 user_app = typer.Typer(help="Manage users.", no_args_is_help=True)
 problem_app = typer.Typer(help="Manage problems.", no_args_is_help=True)
-app.add_typer(user_app, name="user")
-app.add_typer(problem_app, name="problem")
+app.add_typer(user_app, name="user", rich_help_panel=SERVER_PANEL)
+app.add_typer(problem_app, name="problem", rich_help_panel=SERVER_PANEL)
+submitter.register(app)
 
 err = Console(stderr=True)
+
+Command = TypeVar("Command", bound=Callable[..., None])
+OWN_PACKAGES = frozenset({"server", "grader", "sandbox"})
+
+
+def needs(extra: str) -> Callable[[Command], Command]:
+    """A command that imports the server's or the grader's dependencies: on an install
+    without them, say which one to make instead of showing an ImportError's traceback."""
+
+    def wrap(command: Command) -> Command:
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> None:
+            try:
+                command(*args, **kwargs)
+            except ModuleNotFoundError as exc:
+                if not exc.name or exc.name.split(".")[0] in OWN_PACKAGES:
+                    raise
+                name = command.__name__.replace("_", " ")
+                err.print(
+                    Text.assemble(
+                        ("error: ", "red"),
+                        f"`kerneljudge {name}` needs {exc.name}, which this install does not "
+                        f"have: pip install 'kerneljudge[{extra}]'",
+                    ),
+                    soft_wrap=True,
+                )
+                raise typer.Exit(2) from None
+
+        return run  # type: ignore[return-value]
+
+    return wrap
 
 
 def prepare_database() -> None:
@@ -65,7 +108,8 @@ def worker_argv(queues: list[str], *, grading: bool, concurrency: int) -> list[s
     return argv
 
 
-@app.command()
+@app.command(rich_help_panel=SERVER_PANEL)
+@needs("server")
 def worker(
     queues: Annotated[
         str | None,
@@ -138,7 +182,8 @@ def gpu_baseline() -> tuple[int, ...] | None:
     return state.memory_used_mib
 
 
-@app.command()
+@app.command(rich_help_panel=SERVER_PANEL)
+@needs("server")
 def serve(
     host: Annotated[str, typer.Option(help="address to listen on")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port to listen on")] = 8000,
@@ -191,11 +236,12 @@ def start_child(argv: list[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(argv, preexec_fn=die_with_parent)
 
 
-@app.command()
+@app.command(rich_help_panel=SERVER_PANEL)
+@needs("grade")
 def grade(
     problem: Annotated[str, typer.Argument(help="problem folder or built-in problem name")],
     submission: Annotated[Path, typer.Argument(help="the submission's Python file")],
-    mode: Annotated[str, typer.Option(help="test, benchmark or leaderboard")] = "test",
+    mode: Annotated[str, typer.Option(help="test, benchmark, leaderboard or profile")] = "test",
     device: Annotated[
         str | None, typer.Option(help="cpu or cuda; default: cuda if present")
     ] = None,
@@ -236,36 +282,12 @@ def grade(
     if as_json:
         sys.stdout.write(json.dumps(result) + "\n")
     else:
-        print_report(result)
+        show.report(show.console(), result)
     raise typer.Exit(0 if result["status"] == "passed" else 1)
 
 
-def print_report(report: dict) -> None:
-    console = Console()
-    table = Table("case", "params", "status", "median", "cv", "samples", "speed of light")
-    for index, case in enumerate(report.get("cases", [])):
-        timing = case.get("time") or {}
-        median = timing.get("median_s")
-        table.add_row(
-            f"{case.get('kind')} {index}",
-            " ".join(f"{k}={v}" for k, v in case.get("params", {}).items()),
-            case.get("status", ""),
-            f"{median * 1e6:.2f} µs" if median is not None else "",
-            f"{timing['cv']:.2%}" if timing.get("cv") is not None else "",
-            str(timing.get("samples", "")),
-            f"{sol:.2f}" if (sol := (case.get("roofline") or {}).get("sol_fraction")) else "",
-        )
-    console.print(table)
-    score = report.get("score")
-    colour = "green" if report["status"] == "passed" else "red"
-    console.print(f"status: [{colour}]{report['status']}[/]")
-    if score is not None:
-        console.print(f"score: {score * 1e6:.3f} µs (geometric mean of medians)")
-    if report.get("message"):
-        console.print(report["message"])
-
-
 @user_app.command("add")
+@needs("server")
 def user_add(
     name: Annotated[str, typer.Argument(help="the user's name")],
     admin: Annotated[bool, typer.Option("--admin", help="make the user an admin")] = False,
@@ -300,6 +322,7 @@ def read_password() -> str:
 
 
 @user_app.command("password")
+@needs("server")
 def user_password(name: Annotated[str, typer.Argument(help="the user's name")]) -> None:
     """Set a user's password for the web pages (read from stdin, or prompted for)."""
     from server.db import session_scope
@@ -318,6 +341,7 @@ def user_password(name: Annotated[str, typer.Argument(help="the user's name")]) 
 
 
 @problem_app.command("add")
+@needs("server")
 def problem_add(
     path: Annotated[Path, typer.Argument(help="a GPU MODE problem folder or KernelBench module")],
     name: Annotated[str | None, typer.Option(help="name; default: the folder's")] = None,

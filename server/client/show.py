@@ -1,0 +1,227 @@
+"""How reports, leaderboards and lists look in a terminal: tables with each case's median
+and spread, times in the unit that reads best. Text from the server or a submission is
+printed as it is, never read as Rich markup."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+# Output lines of a failed submission shown under its report; --json has them all.
+OUTPUT_LINES = 30
+# Width of tables written to a file or a pipe, where there is no terminal to measure.
+PIPE_WIDTH = 140
+UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+
+
+def console(*, stderr: bool = False) -> Console:
+    """Lines are never broken (a command printed to copy, an error that is one line); tables
+    fit the terminal, or ``PIPE_WIDTH``."""
+    out = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    if not out.is_terminal and "COLUMNS" not in os.environ:
+        out = Console(stderr=stderr, highlight=False, soft_wrap=True, width=PIPE_WIDTH)
+    return out
+
+
+def duration(seconds: float | None) -> str:
+    """20.32 µs, 1.234 ms, 2.500 s: four significant digits."""
+    if seconds is None:
+        return ""
+    unit, scale = next(((unit, scale) for unit, scale in UNITS if abs(seconds) >= scale), UNITS[-1])
+    value = seconds / scale
+    decimals = 3 if abs(value) < 10 else 2 if abs(value) < 100 else 1
+    return f"{value:.{decimals}f} {unit}"
+
+
+def when(stamp: str | None) -> str:
+    """An ISO time from the server, in this machine's time zone, to the minute."""
+    if not stamp:
+        return ""
+    try:
+        return datetime.fromisoformat(stamp).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return stamp
+
+
+def params(case: dict[str, Any]) -> str:
+    return " ".join(f"{key}={value}" for key, value in (case.get("params") or {}).items())
+
+
+def labels(cases: list[dict[str, Any]]) -> list[str]:
+    """Each case as "test 0", "benchmark 2": its kind and its place among that kind."""
+    counts: dict[str, int] = {}
+    named = []
+    for case in cases:
+        kind = str(case.get("kind", "case"))
+        counts[kind] = counts.get(kind, -1) + 1
+        named.append(f"{kind} {counts[kind]}")
+    return named
+
+
+def cases_table(cases: list[dict[str, Any]]) -> Table:
+    """One row per case; the timing columns (median, min, p10–p90, cv, samples, speed of
+    light) when some case was timed."""
+    timed = any(case.get("time") for case in cases)
+    table = Table("case", "params", "status")
+    if timed:
+        for column in ("median", "min", "p10–p90", "cv", "samples", "speed of light"):
+            table.add_column(column)
+    for label, case in zip(labels(cases), cases, strict=True):
+        timing = case.get("time") or {}
+        spread = ""
+        if timing.get("p10_s") is not None and timing.get("p90_s") is not None:
+            spread = f"{duration(timing['p10_s'])} – {duration(timing['p90_s'])}"
+        cv = timing.get("cv")
+        sol = (case.get("roofline") or {}).get("sol_fraction")
+        status = str(case.get("status", ""))
+        row: list[str | Text] = [
+            label,
+            Text(params(case)),
+            Text(status, style="green" if status == "passed" else "red"),
+        ]
+        if not timed:
+            table.add_row(*row)
+            continue
+        table.add_row(
+            *row,
+            duration(timing.get("median_s")),
+            duration(timing.get("min_s")),
+            spread,
+            f"{cv:.2%}" if cv is not None else "",
+            str(timing.get("samples", "")),
+            f"{sol:.2f}" if sol is not None else "",
+        )
+    return table
+
+
+def profile_tables(out: Console, cases: list[dict[str, Any]]) -> None:
+    """Profile mode: each case's heaviest operations, per call, and why there is no Nsight
+    Compute profile."""
+    profiled = [(label, case) for label, case in zip(labels(cases), cases, strict=True)
+                if case.get("profile")]  # fmt: skip
+    for label, case in profiled:
+        profile = case["profile"]
+        calls = max(1, int(profile.get("calls") or 1))
+        table = Table("operation or kernel", "on", "calls", "self CPU", "CPU total", "self GPU",
+                      title=f"{label} ({params(case)}): "
+                      f"{duration(profile.get('wall_us_per_call', 0) / 1e6)} a call")  # fmt: skip
+        for row in profile.get("rows") or []:
+            device = row.get("self_device_us") or 0
+            table.add_row(
+                Text(str(row.get("name", ""))),
+                str(row.get("device_type", "")),
+                f"{row.get('count', 0) / calls:g}",
+                duration(row.get("self_us", 0) / calls / 1e6),
+                duration(row.get("total_us", 0) / calls / 1e6),
+                duration(device / calls / 1e6) if device else "",
+            )
+        out.print(table)
+    if profiled:
+        first = profiled[0][1]["profile"]
+        out.print(Text(f"{first.get('tool')}, {first.get('calls')} calls a case, times per "
+                       f"call; no Nsight Compute profile: {first.get('why_not_ncu')}"))  # fmt: skip
+
+
+def report(out: Console, result: dict[str, Any]) -> None:
+    """A grading's verdict: the per-case table, the status, the score at full precision,
+    the message, and for a submission that did not pass the end of its output."""
+    cases = result.get("cases") or []
+    if cases:
+        out.print(cases_table(cases))
+        profile_tables(out, cases)
+    status = str(result.get("status", ""))
+    out.print(Text.assemble("status: ", (status, "green" if status == "passed" else "red")))
+    score = result.get("score")
+    if score is not None:
+        out.print(
+            f"score: {duration(score)} ({score!r} s: the geometric mean of the benchmark "
+            "cases' medians)"
+        )
+    message = str(result.get("message") or "")
+    if message:
+        out.print(Text(message))
+    for label, case in zip(labels(cases), cases, strict=True):
+        said = str(case.get("message") or "")
+        if case.get("status") != "passed" and said and said not in message:
+            out.print(Text(f"{label} ({params(case)}): {said}"))
+    if result.get("flags"):
+        out.print(Text(f"flags: {', '.join(map(str, result['flags']))}"))
+    if status not in ("passed", "queued", "running"):
+        for stream in ("stdout", "stderr"):
+            text = str(result.get(stream) or "").rstrip()
+            # An error's message is often the traceback its stderr holds.
+            if text and text.strip() not in message:
+                lines = text.splitlines()
+                cut = f", its last {OUTPUT_LINES} lines" if len(lines) > OUTPUT_LINES else ""
+                out.print(Text(f"the submission's {stream}{cut}:", style="bold"))
+                out.print(Text("\n".join(lines[-OUTPUT_LINES:])))
+
+
+def submission_heading(submission: dict[str, Any]) -> Text:
+    return Text(
+        f"submission {submission.get('id')}: {submission.get('problem')} "
+        f"(version {submission.get('problem_version')}), {submission.get('mode')} mode on "
+        f"{submission.get('gpu')}, by {submission.get('user')}"
+    )
+
+
+def leaderboard(out: Console, board: dict[str, Any]) -> None:
+    entries = board.get("entries") or []
+    heading = f"{board.get('problem')} on {board.get('gpu')}: {board.get('total', len(entries))}"
+    heading += " ranked" + (
+        f" (versions {board['from_version']} and later)" if board.get("from_version") else ""
+    )
+    out.print(Text(heading))
+    if entries:
+        table = Table("rank", "user", "score", "seconds", "speed of light", "submission", "at")
+        for entry in entries:
+            sol = entry.get("sol_fraction")
+            table.add_row(
+                str(entry.get("rank")),
+                Text(str(entry.get("user"))),
+                duration(entry.get("score")),
+                repr(entry.get("score")),
+                f"{sol:.2f}" if sol is not None else "",
+                str(entry.get("submission_id")),
+                when(entry.get("submitted_at")),
+            )
+        out.print(table)
+    you = board.get("you")
+    if you:
+        out.print(Text(f"you: rank {you.get('rank')}, {duration(you.get('score'))}"))
+
+
+def problems(out: Console, listed: list[dict[str, Any]]) -> None:
+    table = Table("problem", "version", "gpus", "status", "opens", "deadline")
+    for problem in listed:
+        table.add_row(
+            Text(str(problem.get("name"))),
+            str(problem.get("version")),
+            ", ".join(problem.get("gpu_types") or []),
+            str(problem.get("status", "")),
+            when(problem.get("starts_at")),
+            when(problem.get("deadline")) or "none",
+        )
+    out.print(table)
+
+
+def submissions(out: Console, listed: list[dict[str, Any]]) -> None:
+    table = Table("id", "problem", "mode", "gpu", "status", "score", "submitted", "finished")
+    for row in listed:
+        status = str(row.get("status", ""))
+        table.add_row(
+            str(row.get("id")),
+            Text(str(row.get("problem"))),
+            str(row.get("mode")),
+            str(row.get("gpu")),
+            Text(status, style="green" if status == "passed" else ""),
+            duration(row.get("score")),
+            when(row.get("created_at")),
+            when(row.get("finished_at")),
+        )
+    out.print(table)
