@@ -28,6 +28,7 @@ from grader.expected import CUDA_ONLY, CaseSetup, ProblemSide, device_env
 from grader.plausibility import label as _label
 from grader.problem import Problem
 from grader.report import CaseResult, Mode, PhaseClock, Report, Stop
+from grader.requirements import shortfall
 from grader.screen import screen as screen_source
 from grader.session import RunnerSession, Standby
 from grader.staging import Layout, Sets
@@ -104,7 +105,7 @@ def grade(
     grading.total_limit_s = timeout_s or problem.timeout_for(mode)
     grading.enforce_floor = info.kind == "cuda" if enforce_floor is None else enforce_floor
     grading.isolate, grading.memory_bytes = isolate, memory_bytes
-    if not screen or grading.screen():
+    if grading.has_requirements() and (not screen or grading.screen()):
         # A CPU worker grades problems written for CUDA by reading "cuda" as the CPU in the
         # harness (this process), where the reference makes the inputs.
         with (
@@ -183,6 +184,7 @@ class _Grading:
         self.code = code
         self.mode = mode
         self.kind = info.kind
+        self.info = info
         self.report = report
         self.on_progress = on_progress
         self.clock = PhaseClock(report.phases)
@@ -194,6 +196,18 @@ class _Grading:
         self.limit_text = ""
 
     # -- setting up -------------------------------------------------------------------
+
+    def has_requirements(self) -> bool:
+        """False (and the report says what is missing) if this worker lacks what the
+        problem's task.yml declares it needs (a device kind, a compute capability, a
+        package)."""
+        lacking = shortfall(self.problem.requirements, self.info)
+        if lacking is None:
+            return True
+        self.report.status = "error"
+        device = lacking.kind == "device"
+        self.report.message = f"this problem {lacking.message}" if device else lacking.message
+        return False
 
     def screen(self) -> bool:
         """Static screening; False (and the report says why) if the code is rejected."""

@@ -13,7 +13,9 @@ Extra task.yml keys of our own, all optional:
   cpu_benchmarks: benchmark cases for CPU workers, where the GPU-sized ones would take
       minutes (default: the benchmarks);
   format: kernelbench  for problems made from a KernelBench module (grader/kernelbench.py),
-      whose submissions define ModelNew instead of custom_kernel.
+      whose submissions define ModelNew instead of custom_kernel;
+  requires: {packages, devices, compute_capability}  what the problem needs of a worker
+      (grader/requirements.py).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from typing import Any
 
 import yaml
 
-from grader import kernelbench
+from grader import kernelbench, requirements
+from grader.requirements import Requirements
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUILTIN_DIR = REPO_ROOT / "problems"
@@ -36,6 +39,7 @@ DEFAULT_TEST_CASES_TIMEOUT_S = 20.0
 SUBMISSION_MARK = "@SUBMISSION@"
 # GPU MODE's own harness: we use ours, so it is neither required nor shipped to the runner.
 SKIPPED_FILES = frozenset({"eval.py"})
+MAX_EVALUATOR_CHARS = 1_000_000  # read only to say why a problem depending on it is refused
 TASK_FILE = "task.yml"
 
 
@@ -126,6 +130,14 @@ class Problem:
         return int((self.spec.get("kernelbench") or {}).get("init_seed", kernelbench.INIT_SEED))
 
     @property
+    def requirements(self) -> Requirements:
+        """What the problem declares it needs of a worker (task.yml's `requires`)."""
+        try:
+            return requirements.parse(self.spec)
+        except requirements.RequirementsError as exc:
+            raise ProblemError(f"problem {self.name!r}: {exc}") from exc
+
+    @property
     def submission_template(self) -> str:
         return self.files.get("submission.py", "")
 
@@ -184,11 +196,13 @@ def _load_folder(folder: Path) -> Problem:
     entries = spec.get("files")
     if not isinstance(entries, list):
         raise ProblemError(f"{task_path}: 'files' must be a list of {{name, source}}")
+    skipped: dict[str, Path] = {}
     for entry in entries:
         if not isinstance(entry, dict) or "name" not in entry or "source" not in entry:
             raise ProblemError(f"{task_path}: bad files entry {entry!r}")
         name, source = str(entry["name"]), str(entry["source"])
         if name in SKIPPED_FILES:
+            skipped[name] = (folder / source).resolve()
             continue
         if source == SUBMISSION_MARK:
             template = folder / name
@@ -201,7 +215,24 @@ def _load_folder(folder: Path) -> Problem:
         files[name] = source_path.read_text()
     if "reference.py" not in files:
         raise ProblemError(f"{task_path}: the files list has no reference.py")
+    refusal = _own_evaluator(folder, spec, skipped, files["reference.py"])
+    if refusal:
+        raise ProblemError(f"{task_path}: {refusal}")
     return problem_from_files(folder.name, files)
+
+
+def _own_evaluator(folder: Path, spec: dict[str, Any], skipped: dict[str, Path], ref: str) -> str:
+    """Why the problem is refused if it depends on its own evaluator (the file task.yml's
+    config.main names, or its eval.py entry), else ''. KernelJudge never runs it."""
+    config = spec.get("config")
+    main = config.get("main") if isinstance(config, dict) else None
+    name = str(main) if isinstance(main, str) and main else "eval.py"
+    path = skipped.get(name) or (folder / name).resolve()
+    if not path.is_file():
+        return ""
+    with path.open(errors="replace") as evaluator:
+        text = evaluator.read(MAX_EVALUATOR_CHARS)
+    return requirements.own_evaluator_refusal(name, text, ref)
 
 
 def problem_from_files(name: str, files: dict[str, str]) -> Problem:
@@ -220,6 +251,10 @@ def problem_from_files(name: str, files: dict[str, str]) -> Problem:
         cases = spec.get(key) or []
         if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
             raise ProblemError(f"problem {name!r}: {key!r} must be a list of mappings")
+    try:
+        requirements.parse(spec)
+    except requirements.RequirementsError as exc:
+        raise ProblemError(f"problem {name!r}: {exc}") from exc
     return Problem(name=name, files=dict(files), spec=spec)
 
 

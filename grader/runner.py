@@ -14,7 +14,9 @@ import argparse
 import contextlib
 import ctypes
 import importlib
+import importlib.util
 import os
+import re
 import socket
 import sys
 import traceback
@@ -31,6 +33,11 @@ from grader.staging import Layout, Sets
 from grader.timing import DEFAULT_CASE_BUDGET_S, MAX_SAMPLES, Timer
 
 NOT_A_TENSOR = "custom_kernel must return a torch.Tensor (or a tuple or list of them)"
+NEEDS_GPU = "this submission needs a GPU"
+# torch's named tuples of results (torch.return_types.geqrf, .max, ...), taken before any
+# submission runs: C types that cannot be subclassed, so a submission cannot make one of
+# its own that passes for them.
+STRUCTSEQS = frozenset(torch.return_types.all_return_types)
 # Modules worth importing before the submission is known: a Triton submission then starts
 # at once. Missing ones are skipped.
 PRELOADED = ("triton", "triton.language", "numpy")
@@ -42,11 +49,15 @@ class SubmissionError(Exception):
 
 def plain_output(output: Any) -> Any:
     """The output if it is an exact torch.Tensor or a tuple or list of them; subclasses and
-    other objects are refused, because their operations could lie to the comparison."""
+    other objects are refused, because their operations could lie to the comparison. One
+    of torch's named tuples (what torch.geqrf returns) becomes the plain tuple of its
+    tensors, so the harness only ever receives plain tuples."""
     if type(output) is torch.Tensor:
         return output.detach()
     if type(output) in (tuple, list) and output:
         return type(output)(plain_output(x) for x in output)
+    if type(output) in STRUCTSEQS and len(output):
+        return tuple(plain_output(x) for x in tuple.__iter__(output))
     raise SubmissionError(f"{NOT_A_TENSOR}, got {type(output).__module__}.{type(output).__name__}")
 
 
@@ -77,8 +88,76 @@ def describe(exc: BaseException) -> str:
     return "".join(summary.format()).replace(f'File "{os.getcwd()}/', 'File "')
 
 
-def _error_reply(exc: BaseException) -> dict[str, Any]:
-    text = str(exc) if isinstance(exc, SubmissionError) else describe(exc)
+TORCH_CUDA = str(Path(torch.__file__).resolve().parent / "cuda")
+CUDA_WORDS = re.compile(r"cuda|nvidia|nvcc", re.IGNORECASE)
+SHOWN_LINE_CHARS = 100
+# The problem's files the harness keeps to itself (its reference, GPU MODE's evaluator).
+PRIVATE_MODULES = frozenset({"reference", "eval"})
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    found: list[BaseException] = []
+    while exc is not None and not any(link is exc for link in found) and len(found) < 32:
+        found.append(exc)
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    return found
+
+
+def _own_place(exc: BaseException) -> str:
+    """'submission.py, line 4: import helion': the innermost frame in the work folder's own
+    files, where the author can act."""
+    work = os.getcwd() + "/"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(work)]
+    if not frames:
+        return "submission.py"
+    frame = frames[-1]
+    place = f"{frame.filename.removeprefix(work)}, line {frame.lineno}"
+    line = (frame.line or "").strip()
+    if len(line) > SHOWN_LINE_CHARS:
+        line = line[: SHOWN_LINE_CHARS - 4] + " ..."
+    return f"{place}: {line}" if line else place
+
+
+def _uses_cuda(exc: BaseException) -> bool:
+    """An error of CUDA's absence: torch.cuda (whose classes are stand-ins on a CPU build of
+    torch) in its traceback, or CUDA named in its message (load_inline's CUDA_HOME, nvcc)."""
+    for link in _chain(exc):
+        if CUDA_WORDS.search(str(link)):
+            return True
+        if any(f.filename.startswith(TORCH_CUDA) for f in traceback.extract_tb(link.__traceback__)):
+            return True
+    return False
+
+
+def plain_reason(exc: BaseException, device: str) -> str:
+    """One sentence, instead of a traceback, for what the author can only fix elsewhere: a
+    package this worker lacks, or CUDA used on a CPU worker; '' for any other error."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        package = exc.name.partition(".")[0]
+        if package in PRIVATE_MODULES:
+            return f"the problem's {package}.py is not given to submissions ({_own_place(exc)})"
+        with contextlib.suppress(ImportError, ValueError):
+            if importlib.util.find_spec(package) is None:
+                where = _own_place(exc)
+                return f"the package {package!r} is not installed on this worker ({where})"
+    if device == "cpu" and _uses_cuda(exc):
+        last = traceback.format_exception_only(exc)[-1].strip()
+        return (
+            f"{NEEDS_GPU}: it uses CUDA ({_own_place(exc)}), and this worker grades on the CPU; "
+            + last
+        )
+    return ""
+
+
+def _error_reply(exc: BaseException, device: str) -> dict[str, Any]:
+    if isinstance(exc, SubmissionError):
+        text = str(exc)
+    else:
+        try:
+            text = plain_reason(exc, device)
+        except Exception:  # an exception of the submission's own making, whose str() fails
+            text = ""
+        text = text or describe(exc)
     print(text, file=sys.stderr, flush=True)
     return {"ok": False, "error": text}
 
@@ -257,7 +336,7 @@ def serve(sock: socket.socket, device: str) -> None:
     try:
         kernel = import_submission(device, seed if isinstance(seed, int) else None)
     except BaseException as exc:
-        _tell(sock, {"phase": "import", **_error_reply(exc)})
+        _tell(sock, {"phase": "import", **_error_reply(exc, device)})
         return
     if not _tell(sock, {"ok": True, "loaded": True}):
         return
@@ -272,7 +351,7 @@ def serve(sock: socket.socket, device: str) -> None:
         try:
             reply = runner.handle(request)
         except BaseException as exc:
-            _tell(sock, {"phase": "call", **_error_reply(exc)})
+            _tell(sock, {"phase": "call", **_error_reply(exc, device)})
             return
         if not _tell(sock, reply):
             return

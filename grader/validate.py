@@ -1,12 +1,16 @@
-"""Validating a problem on one device before it goes live: its reference runs cleanly on
-every test and benchmark case, grading the reference passes in test and benchmark mode,
-and every example solution gets the verdict its name promises."""
+"""Validating a problem on one device before it goes live: this worker has what the problem
+declares it needs, its reference runs cleanly on every test and benchmark case, grading the
+reference passes in test and benchmark mode, and every example solution gets the verdict
+its name promises."""
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
@@ -16,17 +20,25 @@ import torch
 
 from grader.calibrate import DevicePeaks
 from grader.check import run_check
-from grader.device import detect_device
+from grader.device import DeviceInfo, detect_device
 from grader.devicemap import harness_device_map
 from grader.expected import CUDA_ONLY, device_env, import_reference
 from grader.harness import Standby, grade
 from grader.inputs import clone_data, devices_of, iter_tensors, seeded_case
 from grader.problem import Problem
 from grader.report import tail
+from grader.requirements import shortfall
+from grader.runner import NEEDS_GPU
 
 # Seconds of timing per benchmark case when the reference is graded in benchmark mode: the
 # point is that timing works end to end, not a precise number.
 VALIDATION_CASE_BUDGET_S = 0.5
+MODES = ("test", "benchmark")
+REFERENCE_STEPS = ("reference on every case",)
+CPU_SIZED_HINT = (
+    "on the CPU, cases sized for GPUs can take minutes: give CPU workers smaller benchmark "
+    "cases (task.yml's cpu_benchmarks), or offer the problem on GPUs only"
+)
 SOLUTIONS_DIR = "solutions"
 MAX_SOLUTIONS = 50
 MAX_SOLUTION_BYTES = 1_000_000
@@ -49,7 +61,9 @@ class Check:
 
 @dataclass
 class ValidationReport:
-    status: str  # "passed" when no check found a problem, else "failed"
+    # "passed" when no check found a problem; "needs" when this worker's device is not one
+    # the problem can be graded on (the message says what it needs); else "failed"
+    status: str
     problem: str
     device: str
     device_type: str = ""
@@ -112,9 +126,12 @@ def validate(
     memory_bytes: int | None = None,
     isolate: bool = True,
     standby: Standby | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> ValidationReport:
     """Validate `problem` on this host's `device`; later steps are skipped once the
-    reference itself is broken, since every grading would only repeat that."""
+    reference itself is broken, since every grading would only repeat that. `on_step` is
+    told each step's name as it begins."""
+    step = on_step or (lambda name: None)
     started = time.monotonic()
     info = detect_device(device)
     report = ValidationReport(
@@ -125,15 +142,20 @@ def validate(
         device_name=info.name,
     )
     limits = timeouts or {}
+    if lacks_requirements(problem, info, report, solutions):
+        report.wall_s = time.monotonic() - started
+        return report
+    step(REFERENCE_STEPS[0])
     report.checks.append(check_reference(problem, info.kind))
     quick = replace(problem, spec={**problem.spec, "case_time_budget_s": VALIDATION_CASE_BUDGET_S})
-    for mode in ("test", "benchmark"):
+    for mode in MODES:
         name = f"reference graded in {mode} mode"
         if report.checks[0].outcome != "ok":
             report.checks.append(
                 Check(name, "reference", "pass", "skipped", message="the reference failed")
             )
             continue
+        step(name)
         report.checks.append(
             graded_check(
                 name,
@@ -153,7 +175,8 @@ def validate(
                 ),
             )
         )
-    reference_ok = all(check.outcome == "ok" for check in report.checks)
+    # Solutions are graded in test mode: only a reference that fails there dooms them.
+    reference_ok = all(check.outcome == "ok" for check in report.checks[:2])
     for path, code in sorted(solutions.items()):
         expected = "fail" if expected_to_fail(path) else "pass"
         if not reference_ok:
@@ -163,6 +186,7 @@ def validate(
             reason = "needs CUDA; this worker grades on the CPU"
             report.checks.append(Check(path, "solution", expected, "skipped", message=reason))
         else:
+            step(path)
             report.checks.append(
                 graded_check(
                     path,
@@ -185,24 +209,51 @@ def validate(
     return report
 
 
+def lacks_requirements(
+    problem: Problem, info: DeviceInfo, report: ValidationReport, solutions: dict[str, str]
+) -> bool:
+    """True (and the report concluded) when this worker lacks what task.yml's `requires`
+    declares: a device of another kind or capability ("needs"), or a package ("failed")."""
+    lacking = shortfall(problem.requirements, info)
+    if lacking is None:
+        return False
+    report.status = "needs" if lacking.kind == "device" else "failed"
+    report.message = lacking.message
+    steps = [REFERENCE_STEPS[0], *(f"reference graded in {mode} mode" for mode in MODES)]
+    report.checks += [Check(name, "reference", "pass", "skipped") for name in steps]
+    report.checks += [
+        Check(path, "solution", "fail" if expected_to_fail(path) else "pass", "skipped")
+        for path in sorted(solutions)
+    ]
+    for check in report.checks:
+        check.message = lacking.message
+    return True
+
+
 def graded_check(name: str, kind: str, expected: str, run: Any) -> Check:
     """Grade, and compare the verdict with what was expected: "pass" must pass; "fail" must
-    end in any verdict but passed."""
+    end in any verdict but passed. A grading that ends because the code needs a GPU this
+    CPU worker does not have is neither: it is skipped."""
     started = time.monotonic()
     graded = run()
     passed = graded.status == "passed"
     ok = passed if expected == "pass" else not passed
-    if ok:
+    outcome = "ok" if ok else "problem"
+    if graded.status == "error" and NEEDS_GPU in graded.message:
+        outcome, message = "skipped", "needs CUDA; this worker grades on the CPU"
+    elif ok:
         message = graded.message if expected == "fail" else ""
     elif expected == "pass":
         message = f"expected to pass, but {graded.status}: {graded.message}"
+        if graded.status == "timeout" and graded.device == "cpu" and graded.mode != "test":
+            message += f"\n{CPU_SIZED_HINT}"
     else:
         message = "expected to fail (its name says wrong), but it passed every test case"
     return Check(
         name=name,
         kind=kind,
         expected=expected,
-        outcome="ok" if ok else "problem",
+        outcome=outcome,
         status=graded.status,
         message=message[:2000],
         wall_s=time.monotonic() - started,
@@ -213,7 +264,10 @@ def conclude(report: ValidationReport) -> None:
     problems = [check for check in report.checks if check.outcome == "problem"]
     skipped = [check for check in report.checks if check.outcome == "skipped"]
     report.status = "failed" if problems else "passed"
-    if problems:
+    if problems and all(check.message == CUDA_ONLY for check in problems):
+        # The reference itself makes CUDA tensors: the problem needs a GPU, nothing is wrong.
+        report.status, report.message = "needs", f"needs a CUDA GPU: {CUDA_ONLY}"
+    elif problems:
         report.message = "; ".join(f"{check.name}: {check.message}" for check in problems)[:4000]
     else:
         ran = len(report.checks) - len(skipped)
@@ -244,6 +298,14 @@ def check_reference(problem: Problem, kind: str) -> Check:
                 (Path(folder) / name).write_text(text)
         try:
             reference = import_reference(Path(folder), module_names(problem))
+        except ModuleNotFoundError as exc:
+            message = missing_module(exc) or "reference.py failed to import:\n" + trace_tail()
+        except Exception as exc:
+            if kind == "cpu" and "cuda" in str(exc).lower():
+                message = CUDA_ONLY
+            else:
+                message = "reference.py failed to import:\n" + trace_tail()
+        else:
             message = missing_functions(reference)
             if not cases:
                 message = message or "the problem has no test or benchmark cases"
@@ -251,16 +313,26 @@ def check_reference(problem: Problem, kind: str) -> Check:
                 if message:
                     break
                 message = check_case(reference, kind, case_kind, case)
-        except Exception:
-            message = "reference.py failed to import:\n" + trace_tail()
     return Check(
-        name="reference on every case",
+        name=REFERENCE_STEPS[0],
         kind="reference",
         expected="pass",
         outcome="problem" if message else "ok",
         status="failed" if message else "passed",
         message=message,
         wall_s=time.monotonic() - started,
+    )
+
+
+def missing_module(exc: ModuleNotFoundError) -> str:
+    """The sentence for a reference importing a package this worker lacks, or ''."""
+    package = (exc.name or "").partition(".")[0]
+    if not package or package in sys.modules or importlib.util.find_spec(package) is not None:
+        return ""
+    return (
+        f"reference.py imports {package}, which is not installed on this worker: install it "
+        "in the worker's Python environment, and name it in task.yml's requires.packages "
+        "so that a worker without it says so first"
     )
 
 
@@ -292,10 +364,13 @@ def check_case(reference: ModuleType, kind: str, case_kind: str, case: dict[str,
         return f"ref_kernel raised on {label}:\n" + trace_tail()
     if not any(True for _ in iter_tensors(output)):
         return f"ref_kernel returned no tensor on {label}"
-    if all_finite(data):
-        for path, tensor in iter_tensors(output, "output"):
-            if not all_finite(tensor):
-                return f"ref_kernel produced NaN or infinity in {path} on {label}"
+    try:
+        if all_finite(data):
+            for path, tensor in iter_tensors(output, "output"):
+                if not all_finite(tensor):
+                    return f"ref_kernel produced NaN or infinity in {path} on {label}"
+    except Exception:
+        return f"checking whether ref_kernel's output is finite raised on {label}:\n" + trace_tail()
     ok, verdict = run_check(reference.check_implementation, clone_data(data), output)
     if not ok:
         return f"check_implementation rejects the reference's own output on {label}: {verdict}"
@@ -304,9 +379,11 @@ def check_case(reference: ModuleType, kind: str, case_kind: str, case: dict[str,
 
 def all_finite(data: Any) -> bool:
     for _, tensor in iter_tensors(data):
-        if (tensor.is_floating_point() or tensor.is_complex()) and not bool(
-            torch.isfinite(tensor).all()
-        ):
+        if not (tensor.is_floating_point() or tensor.is_complex()):
+            continue
+        if tensor.element_size() == 1:
+            tensor = tensor.float()  # fp8 types, for which isfinite is not implemented
+        if not bool(torch.isfinite(tensor).all()):
             return False
     return True
 

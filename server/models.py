@@ -156,6 +156,10 @@ class Problem(Base):
     solutions: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     # Counts every change to any of the problem's leaderboards (a validator for caches).
     leaderboard_revision: Mapped[int] = mapped_column(Integer, default=0)
+    # A live problem's next version while the workers validate it (server/problems/versions.py):
+    # its files, description, device types, example solutions and leaderboard choice. The
+    # live version keeps serving until this one passes; None when there is none.
+    candidate: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -174,7 +178,7 @@ class ProblemValidation(Base):
     problem_version: Mapped[int] = mapped_column(Integer)
     attempt: Mapped[int] = mapped_column(Integer)
     gpu_type: Mapped[str] = mapped_column(NulFreeString(32))
-    # server.problems.validation.ValidationStatus: queued, then passed or failed.
+    # server.problems.validation.ValidationStatus: queued, then passed, failed or needs.
     status: Mapped[str] = mapped_column(NulFreeString(16), default="queued")
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     worker: Mapped[str | None] = mapped_column(NulFreeString(200), default=None)
@@ -263,6 +267,9 @@ class WebSession(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # What the next page tells this browser after a form (server/web/notices.py): a message,
+    # and a new API token shown that once; kept here, not in the cookie.
+    notice: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
 
 
 class LoginAttempt(Base):

@@ -1,16 +1,17 @@
-"""Routes: list and read problems; admins add or update one from an archive, read its
-validation and run it again."""
+"""Routes: list and read problems, download one's folder; admins add or update one from an
+archive, read its validation and run it again."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, File, Form, UploadFile
+from fastapi.responses import Response
 
 from server.deps import AdminUser, OptionalUser, SessionDep, SettingsDep
 from server.errors import BadRequest, Forbidden, NotAuthenticated, NotFound, PayloadTooLarge
 from server.errors import responses as error_responses
 from server.models import Problem
+from server.problems import bundle, repository, service, validation
 from server.problems.loaded import loaded
-from server.problems import repository, service, validation
 from server.problems.schemas import DeviceValidation, ProblemOut, ProblemSummary, ValidationOut
 from server.settings import Settings
 
@@ -27,6 +28,7 @@ def summary(problem: Problem, settings: Settings) -> ProblemSummary:
         starts_at=problem.starts_at,
         deadline=problem.deadline,
         leaderboard_from_version=problem.leaderboard_from_version,
+        pending_version=problem.candidate["version"] if problem.candidate else None,
     )
 
 
@@ -79,6 +81,36 @@ def read_problem(
     name: str, session: SessionDep, settings: SettingsDep, user: OptionalUser
 ) -> ProblemOut:
     return detail(service.get_visible_problem(session, name, user), settings)
+
+
+@router.get(
+    "/{name}/bundle",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "a zip of one folder, `{name}/`: task.yml, task.py, utils.py and "
+            "the problem's other files, the template as submission.py, and reference.py when "
+            "the organizers made it public; unpacked, `kerneljudge grade {name}/ "
+            "submission.py` grades locally",
+            "content": {bundle.MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+            "headers": {
+                "Content-Disposition": {
+                    "description": 'attachment; filename="{name}.zip"',
+                    "schema": {"type": "string"},
+                }
+            },
+        },
+        **error_responses(NotAuthenticated, NotFound),
+    },
+    summary="The problem's folder as a zip, to grade submissions locally",
+)
+def download_bundle(name: str, session: SessionDep, user: OptionalUser) -> Response:
+    made = bundle.make(service.get_visible_problem(session, name, user))
+    return Response(
+        made.content,
+        media_type=bundle.MEDIA_TYPE,
+        headers={"Content-Disposition": f'attachment; filename="{made.filename}"'},
+    )
 
 
 @router.post(

@@ -13,11 +13,13 @@ from server.models import Problem, ProblemValidation
 def get_problem(
     session: Session, name: str, *, for_update: bool = False, light: bool = False
 ) -> Problem | None:
-    """``light``: without its files, example solutions and description (read on first use),
-    which a submission's intake does not need."""
+    """``light``: without its files, example solutions, description and staged version (read
+    on first use), which a submission's intake does not need."""
     query = select(Problem).where(Problem.name == name)
     if light:
-        query = query.options(defer(Problem.files), defer(Problem.solutions))
+        query = query.options(
+            defer(Problem.files), defer(Problem.solutions), defer(Problem.candidate)
+        )
         query = query.options(defer(Problem.description))
     if for_update:
         query = query.with_for_update()
@@ -41,7 +43,9 @@ def get_validation(session: Session, validation_id: int) -> ProblemValidation | 
     return session.get(ProblemValidation, validation_id)
 
 
-def validations_of_round(session: Session, problem_id: int, attempt: int) -> Sequence[ProblemValidation]:
+def validations_of_round(
+    session: Session, problem_id: int, attempt: int
+) -> Sequence[ProblemValidation]:
     return session.scalars(
         select(ProblemValidation)
         .where(ProblemValidation.problem_id == problem_id, ProblemValidation.attempt == attempt)

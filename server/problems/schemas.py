@@ -26,6 +26,11 @@ class ProblemSummary(BaseModel):
     leaderboard_from_version: int = Field(
         description="the live leaderboard ranks submissions made against this version or later"
     )
+    pending_version: int | None = Field(
+        default=None,
+        description="a new version being validated (or that failed validation) while this "
+        "one stays live; it replaces this one once validated",
+    )
 
 
 class ProblemOut(ProblemSummary):
@@ -39,7 +44,10 @@ class ProblemOut(ProblemSummary):
 class DeviceValidation(BaseModel):
     gpu: str
     version: int
-    status: str = Field(description="'queued', then 'passed' or 'failed'")
+    status: str = Field(
+        description="'queued', then 'passed', 'failed', or 'needs' (the device type cannot "
+        "grade the problem; the report's message says what it needs)"
+    )
     worker: str | None
     created_at: datetime
     finished_at: datetime | None

@@ -14,21 +14,21 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from grader.problem import Problem as GraderProblem
 from grader.problem import BUILTIN_DIR, ProblemError, builtin_problems, load_problem
+from grader.problem import Problem as GraderProblem
 from grader.validate import example_solutions
 from server.audit import service as audit
 from server.devices import local_device
 from server.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
 from server.models import Problem, User, utcnow
-from server.problems import archive, repository, validation
+from server.problems import archive, repository, validation, versions
 from server.settings import Settings
 
 PROBLEM_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
 LIVE = validation.LIVE
 # What happens to the leaderboard when a problem gets a new version.
 CARRY_OVER = "carry_over"
-ARCHIVE = "archive"
+ARCHIVE = versions.ARCHIVE
 LEADERBOARD_CHOICES = (CARRY_OVER, ARCHIVE)
 
 
@@ -43,10 +43,13 @@ def upsert_problem(
     *,
     solutions: dict[str, str] | None = None,
     leaderboard: str = CARRY_OVER,
+    keep_live: bool = False,
 ) -> Problem:
     """Add a problem, or make a new version of it when its files changed. With ``archive``,
     the live leaderboard of a new version starts empty (earlier versions' stay readable);
-    with ``carry_over`` it keeps earlier versions' rows."""
+    with ``carry_over`` it keeps earlier versions' rows. With ``keep_live``, a live
+    problem's new version is staged (server/problems/versions.py): the live one serves
+    until the new one is validated."""
     if leaderboard not in LEADERBOARD_CHOICES:
         raise BadRequest(
             f"unknown leaderboard choice {leaderboard!r}; use {' or '.join(LEADERBOARD_CHOICES)}"
@@ -71,7 +74,13 @@ def upsert_problem(
             solutions=solutions or {},
         )
         session.add(problem)
+    elif keep_live and problem.status == LIVE:
+        versions.stage(problem, loaded, digest, gpu_types, solutions, leaderboard)
+        session.flush()
+        return problem
     elif problem.files_sha256 != digest:
+        # A version staged against the files replaced here would go live after them.
+        problem.candidate = None
         problem.description = loaded.description
         problem.files = loaded.files
         problem.files_sha256 = digest
@@ -142,17 +151,22 @@ def add_problem_from_path(
         raise BadRequest(str(exc)) from exc
     before = current_version(session, name or loaded.name)
     previous = repository.get_problem(session, (name or loaded.name).lower())
-    solutions_before = dict(previous.solutions) if previous is not None else None
+    # The newest version (a staged one, else the live one) before and after: what changed.
+    newest_before = newest_state(previous) if previous is not None else None
     solutions = example_solutions(path) if path.is_dir() else {}
-    problem = upsert_problem(session, loaded, name, solutions=solutions, leaderboard=leaderboard)
+    problem = upsert_problem(
+        session, loaded, name, solutions=solutions, leaderboard=leaderboard, keep_live=True
+    )
+    newest = versions.newest(problem)
     if before is None:
         action = "problem.add"
-    elif problem.version != before:
+        problem.status = validation.VALIDATING  # nothing serves until it is validated
+    elif newest_before is None or newest_state(problem)[:2] != newest_before[:2]:
         action = "problem.update"
     else:
         action = "problem.unchanged"
-    if action != "problem.unchanged" or solutions != solutions_before:
-        validation.start(session, problem, gpu_types_for(problem, settings))
+    if action != "problem.unchanged" or newest_state(problem) != newest_before:
+        validation.start(session, problem, gpu_types_for(newest, settings))
     audit.record(
         session,
         actor,
@@ -160,15 +174,22 @@ def add_problem_from_path(
         target_type="problem",
         target=problem.name,
         details={
-            "version": problem.version,
+            "version": newest.version,
             "previous_version": before,
-            "files_sha256": problem.files_sha256,
+            "files_sha256": newest.files_sha256,
             "source": source or f"folder {path}",
             "leaderboard": leaderboard if action == "problem.update" else None,
             "status": problem.status,
+            "live_version": problem.version if problem.status == LIVE else None,
         },
     )
     return problem
+
+
+def newest_state(problem: Problem) -> tuple[int, str, dict[str, str]]:
+    """The newest version's number, files digest and example solutions."""
+    newest = versions.newest(problem)
+    return newest.version, newest.files_sha256, dict(newest.solutions or {})
 
 
 def sync_builtin_problems(session: Session) -> list[Problem]:
@@ -314,7 +335,12 @@ def choose_gpu_types(
             + (f" ({', '.join(unknown)} is not one)" if unknown else "")
         )
     offered_before = gpu_types_for(problem, settings)
-    problem.gpu_types = [gpu for gpu in known if gpu in gpu_types]
+    if set(gpu_types) == set(offered_before):
+        return
+    # The form shows only this service's device types: the problem's others stay listed.
+    elsewhere = [gpu for gpu in problem.gpu_types or [] if gpu not in known]
+    problem.gpu_types = [gpu for gpu in known if gpu in gpu_types] + elsewhere
+    versions.set_gpu_types(problem, problem.gpu_types)
     offered = gpu_types_for(problem, settings)
     if offered != offered_before:
         validation.start(session, problem, offered)
@@ -337,14 +363,15 @@ def current_version(session: Session, name: str) -> int | None:
 
 
 def rerun_validation(session: Session, settings: Settings, name: str, admin: User) -> Problem:
-    """An admin's new validation round for the problem's current version, written to the
-    audit log as ``problem.validate``, sent once the caller commits. Until the round ends
-    the problem is not live."""
+    """An admin's new validation round for the problem's newest version (a staged one, if
+    any), written to the audit log as ``problem.validate``, sent once the caller commits. A
+    live problem keeps serving its live version meanwhile; one that is not live stays
+    closed until the round ends clean."""
     problem = repository.get_problem(session, name, for_update=True)
     if problem is None:
         raise NotFound(f"no problem named {name!r}")
     before = problem.status
-    validation.start(session, problem, gpu_types_for(problem, settings))
+    validation.start(session, problem, gpu_types_for(versions.newest(problem), settings))
     audit.record(
         session,
         admin,
@@ -352,7 +379,7 @@ def rerun_validation(session: Session, settings: Settings, name: str, admin: Use
         target_type="problem",
         target=problem.name,
         details={
-            "version": problem.version,
+            "version": versions.newest_version(problem),
             "attempt": problem.validation_attempt,
             "status_before": before,
         },

@@ -1,7 +1,9 @@
 """Validating a problem before it goes live: a round (for each new version, or when an
 admin asks) asks for one validation per device type on that type's queue (sent once the
 round commits); the results step records each report once and makes the problem live when
-every device's report is clean, or invalid when one is not."""
+every device's report is clean, or invalid when one is not. A live problem stays live
+through a round: its staged next version (server/problems/versions.py) replaces it only
+when the round passes."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from server.models import Problem, ProblemValidation, utcnow
-from server.problems import repository
+from server.problems import repository, versions
 from server.worker import jobs, payloads
 
 log = logging.getLogger(__name__)
@@ -29,6 +31,9 @@ class ValidationStatus(StrEnum):
     QUEUED = payloads.VALIDATION_QUEUED
     PASSED = "passed"  # every check as its name promises
     FAILED = "failed"
+    # The worker's device is not one the problem can be graded on (task.yml's `requires`,
+    # or a reference that makes CUDA tensors on a CPU worker); the report says what it needs.
+    NEEDS = "needs"
 
 
 VALIDATING = ProblemStatus.VALIDATING
@@ -40,18 +45,23 @@ NO_DEVICE = "none"
 
 
 def start(session: Session, problem: Problem, gpu_types: Sequence[str]) -> None:
-    """Begin a new round for the problem's current version on these device types; the
-    problem is not live until the round ends clean. Results of earlier rounds still arrive
-    and are kept, but no longer decide the problem's status. Each device type's validation
-    is sent once the caller commits."""
+    """Begin a new round for the problem's newest version (its staged one, if any) on these
+    device types. A problem that is not live stays closed until the round ends clean; a live
+    one keeps serving its live version throughout. Results of earlier rounds still arrive
+    and are kept, but no longer decide anything. Each device type's validation is sent once
+    the caller commits."""
     problem.validation_attempt += 1
+    version = versions.newest_version(problem)
     if not gpu_types:
-        problem.status = INVALID
+        if problem.candidate is not None:
+            versions.set_status(problem, INVALID)
+        else:
+            problem.status = INVALID
         message = "the problem is offered on none of the device types this service grades on"
         session.add(
             ProblemValidation(
                 problem_id=problem.id,
-                problem_version=problem.version,
+                problem_version=version,
                 attempt=problem.validation_attempt,
                 gpu_type=NO_DEVICE,
                 status=ValidationStatus.FAILED,
@@ -60,11 +70,14 @@ def start(session: Session, problem: Problem, gpu_types: Sequence[str]) -> None:
             )
         )
     else:
-        problem.status = VALIDATING
+        if problem.candidate is not None:
+            versions.set_status(problem, VALIDATING)
+        elif problem.status != LIVE:
+            problem.status = VALIDATING
         for gpu_type in gpu_types:
             row = ProblemValidation(
                 problem_id=problem.id,
-                problem_version=problem.version,
+                problem_version=version,
                 attempt=problem.validation_attempt,
                 gpu_type=gpu_type,
                 status=QUEUED,
@@ -93,8 +106,9 @@ def record(session: Session, validation_id: int, report: dict[str, Any], worker:
     if row.status != QUEUED:
         log.info("validation %s already recorded as %s; duplicate dropped", row.id, row.status)
         return False
-    passed = report.get("status") == ValidationStatus.PASSED
-    row.status = ValidationStatus.PASSED if passed else ValidationStatus.FAILED
+    reported = report.get("status")
+    known = (ValidationStatus.PASSED, ValidationStatus.NEEDS)
+    row.status = ValidationStatus(reported) if reported in known else ValidationStatus.FAILED
     row.report = report
     row.worker = worker
     row.finished_at = utcnow()
@@ -102,7 +116,7 @@ def record(session: Session, validation_id: int, report: dict[str, Any], worker:
     if (
         problem is not None
         and row.attempt == problem.validation_attempt
-        and row.problem_version == problem.version
+        and row.problem_version == versions.newest_version(problem)
     ):
         conclude_round(session, problem)
     return True
@@ -112,6 +126,26 @@ def conclude_round(session: Session, problem: Problem) -> None:
     rows = current_round(session, problem)
     if any(row.status == QUEUED for row in rows):
         return
-    clean = rows and all(row.status == ValidationStatus.PASSED for row in rows)
-    problem.status = LIVE if clean else INVALID
+    clean = bool(rows) and all(row.status == ValidationStatus.PASSED for row in rows)
+    if problem.candidate is not None:
+        if clean:
+            versions.promote(problem)
+            problem.status = LIVE
+        else:
+            versions.set_status(problem, INVALID)
+            log.warning(
+                "problem %s: version %s failed validation; version %s stays live",
+                problem.name,
+                problem.candidate["version"],
+                problem.version,
+            )
+            return
+    elif problem.status == LIVE:
+        # The live version validated again: a failed round is the organizers' to read (on
+        # the admin page); competitors keep the version they were competing on.
+        if not clean:
+            log.warning("problem %s: version %s failed a new round", problem.name, problem.version)
+        return
+    else:
+        problem.status = LIVE if clean else INVALID
     log.info("problem %s version %s is %s", problem.name, problem.version, problem.status)

@@ -1,5 +1,5 @@
-"""Creating users, passwords and log-in, web sessions that can be ended, API tokens, and
-resolving a bearer token to its user."""
+"""Creating users, passwords and log-in, web sessions that can be ended (and the notice each
+keeps for its next page), API tokens, and resolving a bearer token to its user."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 import secrets
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -135,6 +136,35 @@ def web_session_user(
         return None
     user = repository.get_user(session, user_id)
     return None if user is None or user.is_banned else user
+
+
+def leave_notice(session: Session, key: object, max_age: timedelta, notice: dict[str, Any]) -> bool:
+    """Keep ``notice`` (JSON) for the next page this browser session opens, merged into one
+    it has not seen yet; False when the key names no open session."""
+    found = open_web_session(session, key, max_age)
+    if found is None:
+        return False
+    held = found.notice or {}
+    found.notice = {
+        "texts": [*held.get("texts", []), *notice.get("texts", [])][-5:],
+        "token": notice.get("token") or held.get("token"),
+    }
+    return True
+
+
+def take_notice(session: Session, key: object, max_age: timedelta) -> dict[str, Any] | None:
+    """The notice kept for this browser session, which it then no longer holds."""
+    found = open_web_session(session, key, max_age)
+    if found is None or not found.notice:
+        return None
+    notice, found.notice = dict(found.notice), None
+    return notice
+
+
+def open_web_session(session: Session, key: object, max_age: timedelta) -> WebSession | None:
+    if not isinstance(key, str):
+        return None
+    return repository.get_open_web_session(session, hash_token(key), utcnow() - max_age)
 
 
 def end_web_session(session: Session, key: object) -> None:

@@ -111,7 +111,7 @@ def account(page: SignedInPage) -> RedirectResponse:
     return page.redirect(f"/users/{quote(page.viewer.name)}")
 
 
-def render_user(page: Page, name: str, new_token: str | None = None) -> HTMLResponse:
+def render_user(page: Page, name: str) -> HTMLResponse:
     user = users.get_user(page.session, name)
     if user.is_banned and not (page.viewer and page.viewer.is_admin):
         raise NotFound(f"no user named {name!r}")
@@ -122,7 +122,6 @@ def render_user(page: Page, name: str, new_token: str | None = None) -> HTMLResp
         own=own,
         submissions=submissions.list_for_user(page.session, user, page.viewer),
         tokens=users.list_tokens(page.session, user) if own else [],
-        new_token=new_token,
     )
 
 
@@ -131,17 +130,18 @@ def user_page(name: str, page: PageDep) -> HTMLResponse:
     return render_user(page, name)
 
 
-@router.post("/account/tokens", response_class=HTMLResponse)
-def create_token(page: SignedInPage, form: PostedForm) -> HTMLResponse:
-    """Shown on the page this once; only its hash is kept."""
+@router.post("/account/tokens")
+def create_token(page: SignedInPage, form: PostedForm) -> RedirectResponse:
+    """Shown on the page after this once (reloading that page mints no other); only its
+    hash is kept."""
     assert page.viewer is not None
     label = str(form.get("label") or "").strip()[:100] or "web"
     token = users.issue_token(page.session, page.viewer, label=label)
-    return render_user(page, page.viewer.name, new_token=token)
+    return page.redirect(f"/users/{quote(page.viewer.name)}#tokens", token=token)
 
 
 @router.post("/account/tokens/{token_id}/revoke")
 def revoke_token(token_id: RowId, page: SignedInPage, form: PostedForm) -> RedirectResponse:
     assert page.viewer is not None
     users.revoke_token(page.session, page.viewer, token_id)
-    return page.redirect(f"/users/{quote(page.viewer.name)}#tokens")
+    return page.redirect(f"/users/{quote(page.viewer.name)}#tokens", "Token revoked.")

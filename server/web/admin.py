@@ -16,14 +16,30 @@ from server.deps import RowId
 from server.errors import BadRequest, KernelJudgeError
 from server.exports import service as exports
 from server.exports.endpoints import download
+from server.models import Problem
 from server.problems import service as problems
-from server.problems import validation
+from server.problems import validation, versions
 from server.submissions import service as submissions
 from server.users import service as users
 from server.web.page import AdminPage, Page
 from server.web.sessions import PostedForm
 
 router = APIRouter(prefix="/admin", include_in_schema=False)
+
+# What the page after each moderation says was done.
+SUBMISSION_ACTIONS_DONE = {
+    "hide": "hidden",
+    "unhide": "shown again",
+    "hack": "marked as hacked",
+    "unhack": "no longer marked as hacked",
+    "rerun": "queued to be graded again",
+}
+USER_ACTIONS_DONE = {
+    "ban": "banned",
+    "unban": "unbanned",
+    "make_admin": "is now an organizer",
+    "revoke_admin": "is no longer an organizer",
+}
 
 
 @router.get("")
@@ -32,7 +48,7 @@ def admin_home(page: AdminPage) -> RedirectResponse:
 
 
 def render_problems(
-    page: Page, errors: dict[str, str] | None = None, notice: str = "", status_code: int = 200
+    page: Page, errors: dict[str, str] | None = None, status_code: int = 200
 ) -> HTMLResponse:
     listed = problems.list_visible_problems(page.session, page.viewer)
     return page.render(
@@ -40,11 +56,11 @@ def render_problems(
         status_code=status_code,
         problems=listed,
         validations={p.id: validation.current_round(page.session, p) for p in listed},
+        staged={p.id: versions.staged(p) for p in listed},
         leaderboard_choices=problems.LEADERBOARD_CHOICES,
         device_types=problems.service_gpu_types(page.settings),
         offered={p.id: problems.gpu_types_for(p, page.settings) for p in listed},
         errors=errors or {},
-        notice=notice,
         section="problems",
         exports=[(table, fmt) for table in exports.TABLES for fmt in exports.FORMATS],
     )
@@ -55,8 +71,8 @@ def admin_problems(page: AdminPage) -> HTMLResponse:
     return render_problems(page)
 
 
-@router.post("/problems", response_class=HTMLResponse)
-def upload_problem(page: AdminPage, form: PostedForm) -> HTMLResponse:
+@router.post("/problems", response_model=None)
+def upload_problem(page: AdminPage, form: PostedForm) -> HTMLResponse | RedirectResponse:
     """The same unpacking and loading as ``POST /api/v1/problems``."""
     assert page.viewer is not None
     upload = form.get("archive")
@@ -71,29 +87,49 @@ def upload_problem(page: AdminPage, form: PostedForm) -> HTMLResponse:
         )
     except KernelJudgeError as exc:
         return render_problems(page, errors={"archive": exc.detail}, status_code=exc.status_code)
+    return page.redirect(f"/admin/problems#p-{problem.name}", upload_notice(problem, created))
+
+
+def upload_notice(problem: Problem, created: bool) -> str:
+    staged = versions.staged(problem)
+    if staged is not None:
+        return (
+            f"Problem {problem.name} version {staged.version} is being validated; version "
+            f"{problem.version} stays live until it passes."
+        )
     verb = "added" if created else f"updated to version {problem.version}"
     states: dict[str, str] = {
         validation.VALIDATING: "; it goes live once validated",
         validation.INVALID: "; it is not offered on any device type here",
     }
-    state = states.get(problem.status, "")
-    return render_problems(page, notice=f"Problem {problem.name} {verb}{state}.")
+    return f"Problem {problem.name} {verb}{states.get(problem.status, '')}."
 
 
 @router.post("/problems/{name}", response_model=None)
 def update_problem(name: str, page: AdminPage, form: PostedForm) -> HTMLResponse | RedirectResponse:
+    """Changes only the settings the form shows: a field it does not carry keeps its value
+    (a checkbox is shown with a hidden "off" before it, as an unticked box sends nothing)."""
     assert page.viewer is not None
+    problem = problems.get_visible_problem(page.session, name, page.viewer)
+    attempt = problem.validation_attempt
+
+    def ticked(field: str, current: bool) -> bool:
+        return "on" in form.getlist(field) if field in form else current
+
+    def moment(field: str, current: datetime | None) -> datetime | None:
+        return parse_deadline(str(form.get(field) or "")) if field in form else current
+
     try:
-        deadline = parse_deadline(str(form.get("deadline") or ""))
-        starts_at = parse_deadline(str(form.get("starts_at") or ""))
         problems.update_settings(
             page.session,
             page.viewer,
             name,
-            is_public=form.get("is_public") == "on",
-            deadline=deadline,
-            code_public_after_deadline=form.get("code_public_after_deadline") == "on",
-            starts_at=starts_at,
+            is_public=ticked("is_public", problem.is_public),
+            deadline=moment("deadline", problem.deadline),
+            code_public_after_deadline=ticked(
+                "code_public_after_deadline", problem.code_public_after_deadline
+            ),
+            starts_at=moment("starts_at", problem.starts_at),
             # The form lists the device types as checkboxes; a form without them keeps them.
             gpu_types=[str(g) for g in form.getlist("gpu_types")]
             if "gpu_types_listed" in form
@@ -102,15 +138,28 @@ def update_problem(name: str, page: AdminPage, form: PostedForm) -> HTMLResponse
         )
     except BadRequest as exc:
         return render_problems(page, errors={name: exc.detail}, status_code=422)
-    return page.redirect("/admin/problems")
+    notice = f"Saved the settings of {name}."
+    if problem.validation_attempt != attempt:
+        notice += " Its new device types are being validated; it stays live meanwhile."
+    return page.redirect(f"/admin/problems#p-{name}", notice)
 
 
 @router.post("/problems/{name}/validate")
 def validate_problem(name: str, page: AdminPage, form: PostedForm) -> RedirectResponse:
-    """A new validation round for the problem's current version (audited)."""
+    """A new validation round for the problem's newest version (audited); a live problem
+    keeps serving meanwhile."""
     assert page.viewer is not None
     problem = problems.rerun_validation(page.session, page.settings, name, page.viewer)
-    return page.redirect(f"/admin/problems#p-{problem.name}")
+    version = versions.newest_version(problem)
+    meanwhile: dict[str, str] = {
+        validation.LIVE: f"; competitors keep version {problem.version} meanwhile",
+        validation.VALIDATING: "; it goes live once validated",
+    }
+    meanwhile_text = meanwhile.get(problem.status, "")
+    return page.redirect(
+        f"/admin/problems#p-{problem.name}",
+        f"Validating {problem.name} version {version} again{meanwhile_text}.",
+    )
 
 
 @router.get("/problems/{name}/export/{table}.{fmt}")
@@ -147,7 +196,10 @@ def moderate_submission(
     action = str(form.get("action") or "")
     assert page.viewer is not None
     submissions.moderate(page.session, submission_id, action, page.viewer)
-    return page.redirect(f"/admin/submissions#s{submission_id}")
+    done = SUBMISSION_ACTIONS_DONE.get(action, action)
+    return page.redirect(
+        f"/admin/submissions#s{submission_id}", f"Submission {submission_id} {done}."
+    )
 
 
 @router.get("/users", response_class=HTMLResponse)
@@ -158,8 +210,10 @@ def admin_users(page: AdminPage) -> HTMLResponse:
 @router.post("/users/{user_id}")
 def moderate_user(user_id: RowId, page: AdminPage, form: PostedForm) -> RedirectResponse:
     assert page.viewer is not None
-    users.moderate_user(page.session, page.viewer, user_id, str(form.get("action") or ""))
-    return page.redirect(f"/admin/users#u{user_id}")
+    action = str(form.get("action") or "")
+    user = users.moderate_user(page.session, page.viewer, user_id, action)
+    done = USER_ACTIONS_DONE.get(action, action)
+    return page.redirect(f"/admin/users#u{user_id}", f"{user.name} {done}.")
 
 
 @router.get("/audit", response_class=HTMLResponse)

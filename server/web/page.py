@@ -21,6 +21,7 @@ from server.deps import SessionDep, SettingsDep
 from server.errors import Forbidden, NotAuthenticated
 from server.models import User
 from server.settings import Settings, get_settings
+from server.web import notices
 from server.web.sessions import CSRF_FIELD, csrf_token, signed_in_user
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -93,6 +94,11 @@ class Page:
     viewer: User | None
 
     def render(self, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+        # A whole page shows what the last form left for it; a part of one (a template
+        # named "_...", such as a polled result) leaves it for the next whole page.
+        notice = None
+        if self.viewer is not None and not Path(template).name.startswith("_"):
+            notice = notices.take(self.request, self.session)
         return templates.TemplateResponse(
             self.request,
             template,
@@ -101,13 +107,17 @@ class Page:
                 "csrf_field": CSRF_FIELD,
                 "csrf_token": LazyCsrfToken(self.request),
                 "now": datetime.now(UTC),
+                "notice": notice,
                 **context,
             },
             status_code=status_code,
         )
 
-    def redirect(self, url: str) -> RedirectResponse:
-        """After a form: "see other", so reloading the next page does not post again."""
+    def redirect(self, url: str, notice: str = "", *, token: str | None = None) -> RedirectResponse:
+        """After a form: "see other", so reloading the next page does not post again; that
+        page shows ``notice`` (and ``token``, a new API token) this once."""
+        if notice or token:
+            notices.leave(self.request, self.session, notice, token=token)
         return RedirectResponse(url, status_code=303)
 
 

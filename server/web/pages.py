@@ -31,6 +31,7 @@ from server.problems import service as problems
 from server.problems.loaded import loaded
 from server.submissions import disclosure
 from server.submissions import service as submissions
+from server.web import judgement
 from server.web.charts import best_score_chart
 from server.web.page import (
     Page,
@@ -138,6 +139,7 @@ async def problem_page(
 def render_problem(page: Page, name: str, gpu: str | None) -> HTMLResponse:
     problem = leaderboards.readable_problem(page.session, name, page.viewer)
     loaded = loaded_problem(problem)
+    offered = problems.gpu_types_for(problem, page.settings)
     return page.render(
         "problem.html",
         problem=problem,
@@ -149,8 +151,24 @@ def render_problem(page: Page, name: str, gpu: str | None) -> HTMLResponse:
         template_code=loaded.submission_template,
         closed=problems.deadline_passed(problem),
         started=problems.started(problem),
+        benchmarks_by_gpu=judgement.benchmarks_by_gpu(loaded, offered),
+        standing=standing_of(page, problem, offered),
         **leaderboard_context(page, problem, gpu, shown=PROBLEM_PAGE_ENTRIES, chart=False),
     )
+
+
+def standing_of(
+    page: Page, problem: Problem, offered: list[str]
+) -> list[tuple[str, leaderboards.Entry | None, int]]:
+    """The viewer's rank and best score on each GPU type's live board (with its number of
+    entries), from the precomputed leaderboards; nothing for an anonymous reader."""
+    if page.viewer is None:
+        return []
+    rows = []
+    for gpu_type in offered:
+        board = leaderboards.standings(page.session, problem, gpu_type)
+        rows.append((gpu_type, board.entry_of(page.viewer), board.total))
+    return rows
 
 
 @router.get("/problems/{name}/template")
@@ -290,14 +308,17 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
 def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
     report = submission.report or {}
     show_code = submissions.can_see_code(page.viewer, submission)
+    shown = disclosure.disclose(page.viewer, submission, code_visible=show_code)
     return {
         "submission": submission,
         "report": report,
-        "shown": disclosure.disclose(page.viewer, submission, code_visible=show_code),
+        "shown": shown,
         "live": submission.status in LIVE_STATUSES,
         "wait": submissions.queue_wait(page.session, submission),
         "show_code": show_code,
         "sol_fraction": leaderboards.sol_fraction(report),
+        "judged": judgement.judge(shown.cases),
+        "noisy_spread": judgement.NOISY_SPREAD,
     }
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, selectinload
 
 from grader.report import TERMINAL_STATUSES, Mode
 from server.models import Problem, ProblemValidation, Submission
+from server.problems import versions
 from server.problems.loaded import loaded
 from server.settings import Settings
 
@@ -37,6 +38,11 @@ def grading(session: Session, submission_id: int, settings: Settings) -> list[An
     submission = session.get(Submission, submission_id)
     if submission is None or submission.status in TERMINAL_STATUSES:
         return None
+    if submission.problem_version != submission.problem.version:
+        # A new version went live while it waited: it is graded on the version the job
+        # carries, and its record says so (a result is never filed under a version whose
+        # files did not grade it).
+        submission.problem_version = submission.problem.version
     return [submission.id, grading_payload(submission, settings)]
 
 
@@ -57,9 +63,11 @@ def validation(session: Session, validation_id: int, settings: Settings) -> list
     row = session.get(ProblemValidation, validation_id)
     if row is None or row.status != VALIDATION_QUEUED:
         return None
-    problem = session.get(Problem, row.problem_id)
-    if problem is None:
+    stored = session.get(Problem, row.problem_id)
+    if stored is None:
         return None
+    # A live problem's next version is staged beside it until it passes (versions.py).
+    problem = versions.of_version(stored, row.problem_version)
     read = loaded(problem)
     payload = {
         "problem": problem_files(problem),

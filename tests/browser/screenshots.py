@@ -73,22 +73,39 @@ def shoot(page: Page, out: Path, name: str) -> None:
     print(f"wrote {out / name}.png")
 
 
+# A syntax error, as a competitor's phone shows its message: their line, with a caret.
+SYNTAX_ERROR = """import torch
+
+def custom_kernel(data)
+    a, b, out = data
+    return torch.add(a, b, out=out)
+"""
+# The submission ids of the runs shown on their own pages.
+SHOWN: dict[str, int] = {}
+
+
 def populate(site: Site) -> dict[str, str]:
-    """Three competitors with ranked runs and one wrong kernel; returns their tokens."""
+    """Three competitors with ranked runs, one wrong kernel, one syntax error and one
+    profile; returns their tokens."""
     tokens = {
         name: add_user_with_password(site.env, name, f"{name}-password", admin=False)
         for name in ("ada", "grace", "linus")
     }
     # One after another, each faster than the last, so the chart shows three records.
     runs = [
-        ("ada", REPEATED.format(times=8), "leaderboard"),
-        ("linus", REPEATED.format(times=3), "leaderboard"),
-        ("grace", (VECTORADD / "pytorch.py").read_text(), "leaderboard"),
-        ("linus", (VECTORADD / "wrong_zeros.py").read_text(), "test"),
+        ("ada", REPEATED.format(times=8), "leaderboard", ""),
+        ("linus", REPEATED.format(times=3), "leaderboard", ""),
+        ("grace", (VECTORADD / "pytorch.py").read_text(), "leaderboard", ""),
+        ("linus", (VECTORADD / "wrong_zeros.py").read_text(), "test", "failed"),
+        ("linus", SYNTAX_ERROR, "test", "syntax"),
+        ("grace", (VECTORADD / "pytorch.py").read_text(), "profile", "profile"),
     ]
-    pending = {
-        api_submit(site, tokens[name], code, mode): tokens[name] for name, code, mode in runs
-    }
+    pending = {}
+    for name, code, mode, shown_as in runs:
+        submission_id = api_submit(site, tokens[name], code, mode)
+        pending[submission_id] = tokens[name]
+        if shown_as:
+            SHOWN[shown_as] = submission_id
     wait_all(site, pending)
     return tokens
 
@@ -104,6 +121,10 @@ def competitor_pages(page: Page, site: Site, out: Path) -> None:
 
     page.goto(site.url("/submit?problem=vectoradd"))
     page.locator("label[for=mode-leaderboard]").click()
+    shoot(page, out, "submit-editor")
+    page.get_by_label("Code editor").click()  # it starts from the template: clear it
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Delete")
     page.get_by_role("button", name="Submit", exact=True).click()
     expect(page.locator("#code-error")).to_be_visible()
     shoot(page, out, "submit-error")
@@ -125,6 +146,10 @@ def competitor_pages(page: Page, site: Site, out: Path) -> None:
 
     page.goto(site.url("/no-such-page"))
     shoot(page, out, "not-found")
+    log_out(page)
+    log_in(page, site, "grace", "grace-password")
+    page.goto(site.url(f"/submissions/{SHOWN['profile']}"))
+    shoot(page, out, "submission-profile")
     log_out(page)
 
 
@@ -151,6 +176,14 @@ def organizer_pages(page: Page, site: Site, out: Path) -> None:
 def phone_pages(page: Page, site: Site, out: Path) -> None:
     page.goto(site.url("/leaderboards/vectoradd?gpu=cpu"))
     shoot(page, out, "phone-leaderboard")
+    # A failed submission as its author reads it on a phone: the mismatch, the syntax error.
+    log_in(page, site, "linus", "linus-password")
+    page.goto(site.url(f"/submissions/{SHOWN['failed']}"))
+    shoot(page, out, "phone-submission-failed")
+    page.goto(site.url(f"/submissions/{SHOWN['syntax']}"))
+    shoot(page, out, "phone-submission-syntax-error")
+    page.goto(site.url("/submit?problem=vectoradd"))
+    shoot(page, out, "phone-submit")
 
 
 def main(out: Path) -> None:

@@ -90,7 +90,7 @@ async def test_admin_pages_record_every_action(
     await post_form(
         browser,
         "/admin/problems/auditpage",
-        {"deadline": "2030-01-02T03:04", "code_public_after_deadline": "on"},
+        {"is_public": "off", "deadline": "2030-01-02T03:04", "code_public_after_deadline": "on"},
         from_page="/admin/problems",
     )
     for action in ("hide", "hack", "rerun"):
@@ -118,7 +118,7 @@ async def test_admin_pages_record_every_action(
         files={"archive": ("page.zip", archive)},
         headers=HTML,
     )
-    assert uploaded.status_code == 200
+    assert uploaded.status_code == 303
 
     entries = await audit_entries(client, admin, actor=admin_name)
     assert [(e["action"], e["target_type"], e["target"]) for e in entries] == [

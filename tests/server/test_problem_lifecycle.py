@@ -20,6 +20,7 @@ from server.models import OutboxMessage, Submission, utcnow
 from server.problems import repository, validation
 from server.settings import get_settings
 from server.users.service import authenticate
+from server.worker import payloads
 from tests.server.conftest import Account
 from tests.server.test_audit_log import audit_entries
 from tests.server.test_problems_api import problem_zip, upload
@@ -211,7 +212,8 @@ async def test_organizers_choose_the_device_types_and_each_new_one_is_validated(
         )
         assert saved.status_code == 303, saved.text
         detail = (await client.get("/api/v1/problems/devices", headers=admin.headers)).json()
-        assert detail["gpu_types"] == ["h200"] and detail["status"] == "validating"
+        # Still live: competitors keep it while the new set is validated.
+        assert detail["gpu_types"] == ["h200"] and detail["status"] == "live"
         rounds = (
             await client.get("/api/v1/problems/devices/validation", headers=admin.headers)
         ).json()
@@ -325,8 +327,12 @@ async def test_new_versions_carry_the_leaderboard_over_or_archive_it(
     carried = await upload(
         client, admin, problem_zip("board", description="v2"), "p.zip", leaderboard="carry_over"
     )
-    assert carried.json()["version"] == 2 and carried.json()["leaderboard_from_version"] == 1
+    # The live version 1 serves until version 2 is validated.
+    assert carried.json()["version"] == 1 and carried.json()["pending_version"] == 2
     record_round("board")
+    promoted = (await client.get("/api/v1/problems/board")).json()
+    assert promoted["version"] == 2 and promoted["pending_version"] is None
+    assert promoted["leaderboard_from_version"] == 1
     ranked(ben[1], "board", 2e-4)
     live = await client.get("/api/v1/leaderboards/board")
     assert board(live) == [(ann[0], 1), (ben[0], 2)]
@@ -335,8 +341,10 @@ async def test_new_versions_carry_the_leaderboard_over_or_archive_it(
     archived = await upload(
         client, admin, problem_zip("board", description="v3"), "p.zip", leaderboard="archive"
     )
-    assert archived.json()["version"] == 3 and archived.json()["leaderboard_from_version"] == 3
+    assert archived.json()["pending_version"] == 3
+    assert archived.json()["leaderboard_from_version"] == 1  # until version 3 goes live
     record_round("board")
+    assert (await client.get("/api/v1/problems/board")).json()["leaderboard_from_version"] == 3
     live = await client.get("/api/v1/leaderboards/board")
     assert board(live) == [] and live.json()["from_version"] == 3
     ranked(cat[1], "board", 3e-4)
@@ -385,3 +393,30 @@ async def test_openapi_shows_the_new_routes_their_errors_and_parameters(
     (form,) = upload_body.values()
     ref = form["schema"]["$ref"].rsplit("/", 1)[-1]
     assert "leaderboard" in schema["components"]["schemas"][ref]["properties"]
+
+
+async def test_a_submission_waiting_when_a_new_version_goes_live_is_filed_under_it(
+    client: httpx.AsyncClient, admin: Account
+) -> None:
+    """It is graded on the files its job carries, the new version's: its record says so,
+    and never files that result under the version it was submitted to."""
+    await upload(client, admin, problem_zip("waiting"), "p.zip")
+    record_round("waiting")
+    competitor = make_user("wendy")
+    accepted = await submit(
+        client, Account(competitor[0], competitor[1]), "waiting", mode="leaderboard"
+    )
+    assert accepted.status_code == 202, accepted.text
+    sid = accepted.json()["id"]
+    await upload(client, admin, problem_zip("waiting", description="v2"), "p.zip")
+    record_round("waiting")
+    with session_scope() as session:
+        args = payloads.grading(session, sid, get_settings())
+        assert args is not None
+        assert args[1]["problem"]["version"] == 2
+        submission = session.get(Submission, sid)
+        assert submission is not None and submission.problem_version == 2
+    shown = await client.get(
+        f"/api/v1/submissions/{sid}", headers={"Authorization": f"Bearer {competitor[1]}"}
+    )
+    assert shown.json()["problem_version"] == 2

@@ -339,7 +339,9 @@ async def test_tokens_are_shown_once_and_can_be_revoked(
     created = await post_form(
         browser, "/account/tokens", {"label": "ci"}, from_page=f"/users/{name}"
     )
-    token = created.text.split('id="new-token" class="token">', 1)[1].split("<", 1)[0]
+    assert created.status_code == 303
+    shown = await browser.get(created.headers["location"], headers=HTML)
+    token = shown.text.split('id="new-token" class="token">', 1)[1].split("<", 1)[0]
     assert token.startswith("kj_")
     again = await browser.get(f"/users/{name}", headers=HTML)
     assert token not in again.text and token[:10] in again.text
@@ -553,3 +555,27 @@ async def test_a_profile_is_shown_to_its_author_alone(browser: httpx.AsyncClient
     await log_in(browser, other)
     assert kernel not in (await browser.get(f"/submissions/{sid}", headers=HTML)).text
     assert kernel not in (await browser.get(f"/api/v1/submissions/{sid}")).text
+
+
+async def test_an_errors_message_keeps_its_lines_and_its_caret(
+    browser: httpx.AsyncClient,
+) -> None:
+    """A syntax error reads as Python printed it: its line, then the caret under the
+    column, not squashed into one paragraph."""
+    new_problem("caret")
+    author, token = make_user()
+    sid = graded(token, "caret", "syntax", mode="test")
+    message = (
+        'submission.py failed to load:\n  File "submission.py", line 3\n'
+        "    def custom_kernel(data)\n                           ^\nSyntaxError: expected ':'"
+    )
+    with session_scope() as session:
+        submission = session.get(Submission, sid)
+        assert submission is not None
+        submission.status, submission.message, submission.score = "error", message, None
+        submission.report = {"status": "error", "message": message, "cases": []}
+    await log_in(browser, author)
+    page = (await browser.get(f"/submissions/{sid}", headers=HTML)).text
+    shown = re.search(r'<pre class="message verdict-text">(.*?)</pre>', page, re.S)
+    assert shown is not None, page
+    assert shown.group(1).replace("&#39;", "'").replace("&#34;", '"') == message

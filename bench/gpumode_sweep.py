@@ -1,0 +1,225 @@
+"""Every problem folder of a local checkout of GPU MODE's reference-kernels through the
+validation an upload gets (`grader.validate.validate`), on this host's CPU or GPU: a table
+of each example solution's verdict against what its folder name promises
+(`solutions/correct/*` should pass, `solutions/wrong/*` should fail; the template
+`submission.py` should pass where a problem ships no solutions) and the reason for any
+other outcome.
+
+    python bench/gpumode_sweep.py CHECKOUT [--device cpu|cuda] [--timeout S] [--json PATH]
+                                  [--only PATTERN ...]
+
+CHECKOUT is the checkout (or its `problems/` folder). Each problem is validated in a
+process of its own, stopped after `--timeout` seconds. Needs only torch, pyyaml and this
+repository's `grader/` and `sandbox/`; the sandbox's bubblewrap is found on PATH or at
+$KJ_BWRAP.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fnmatch
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATE = "submission.py"
+DEFAULT_TIMEOUT_S = 900.0
+REASON_CHARS = 300
+STEP_MARK = "kj-sweep step: "  # what the child says on stderr as each step begins
+
+
+@dataclass
+class Verdict:
+    """One example solution: what its folder name promises and what it got."""
+
+    path: str
+    expected: str  # "pass" | "fail"
+    outcome: str  # "ok" | "problem" | "skipped"
+    status: str
+    message: str = ""
+
+
+@dataclass
+class Row:
+    problem: str
+    device: str
+    outcome: str  # "as promised" | "needs" | "problem" | "refused" | "timeout" | "error"
+    reason: str = ""
+    reference: list[Verdict] = field(default_factory=list)  # the reference's own checks
+    solutions: list[Verdict] = field(default_factory=list)
+    wall_s: float = 0.0
+
+
+def problem_folders(checkout: Path) -> list[Path]:
+    root = checkout / "problems" if (checkout / "problems").is_dir() else checkout
+    return sorted(path.parent.resolve() for path in root.rglob("task.yml"))
+
+
+def problem_label(folder: Path, checkout: Path) -> str:
+    root = checkout / "problems" if (checkout / "problems").is_dir() else checkout
+    return folder.relative_to(root.resolve()).as_posix()
+
+
+# -- one problem, in a process of its own ---------------------------------------------------
+
+
+def announce(step: str) -> None:
+    print(f"{STEP_MARK}{step}", file=sys.stderr, flush=True)
+
+
+def last_step(err: str) -> str:
+    steps = [line[len(STEP_MARK) :] for line in err.splitlines() if line.startswith(STEP_MARK)]
+    return steps[-1] if steps else ""
+
+
+def validate_one(folder: Path, label: str, device: str) -> Row:
+    """Load the folder as an upload does, then validate it with its example solutions."""
+    sys.path.insert(0, str(REPO))
+    from grader.problem import ProblemError, load_problem
+    from grader.validate import example_solutions, validate
+
+    started = time.monotonic()
+    try:
+        problem = load_problem(folder)
+    except ProblemError as exc:
+        reason = str(exc).replace(f"{folder}/", "")
+        return Row(label, device, "refused", reason, wall_s=time.monotonic() - started)
+    solutions = example_solutions(folder)
+    if not solutions and problem.submission_template:
+        solutions = {TEMPLATE: problem.submission_template}
+    report = validate(problem, solutions, device=device, on_step=announce)
+    row = Row(label, device, "", wall_s=time.monotonic() - started)
+    for check in report.checks:
+        verdict = Verdict(check.name, check.expected, check.outcome, check.status, check.message)
+        (row.reference if check.kind == "reference" else row.solutions).append(verdict)
+    if report.status == "passed":
+        row.outcome = "as promised"
+        skipped = [v.path for v in row.solutions if v.outcome == "skipped"]
+        if skipped:
+            shown = ", ".join(path.removeprefix("solutions/") for path in skipped)
+            row.reason = f"skipped (needs CUDA): {shown}"
+    elif report.status == "needs":
+        row.outcome, row.reason = "needs", report.message
+    else:
+        row.outcome, row.reason = "problem", report.message
+    return row
+
+
+# -- the sweep -------------------------------------------------------------------------------
+
+
+def run_one(folder: Path, label: str, device: str, timeout_s: float) -> Row:
+    """Validate one problem in a child process (its own session, so that stopping it stops
+    whatever it started)."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--one", str(folder)]
+    command += ["--label", label, "--device", device]
+    started = time.monotonic()
+    child = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    try:
+        out, err = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        _, err = child.communicate()
+        step = last_step(err.decode(errors="replace"))
+        return Row(
+            label,
+            device,
+            "timeout",
+            f"validation did not finish within {timeout_s:g} s"
+            + (f" (in: {step})" if step else ""),
+            wall_s=time.monotonic() - started,
+        )
+    lines = out.decode(errors="replace").strip().splitlines()
+    if child.returncode != 0 or not lines:
+        text = err.decode(errors="replace")
+        step = last_step(text)
+        tail = [line for line in text.strip().splitlines() if not line.startswith(STEP_MARK)]
+        killed = " (killed: out of memory?)" if child.returncode == -signal.SIGKILL else ""
+        reason = f"the sweep's child exited with {child.returncode}{killed}"
+        reason += (f" in: {step}" if step else "") + ": " + " | ".join(tail[-3:])
+        return Row(label, device, "error", reason, wall_s=time.monotonic() - started)
+    raw = json.loads(lines[-1])
+    for key in ("reference", "solutions"):
+        raw[key] = [Verdict(**verdict) for verdict in raw.get(key, [])]
+    return Row(**raw)
+
+
+def shown_solution(verdict: Verdict) -> str:
+    name = verdict.path.removeprefix("solutions/")
+    if verdict.path == TEMPLATE:
+        name += " (template)"
+    mark = {"ok": "as promised", "problem": "NOT as promised", "skipped": "skipped"}
+    return f"{name}: {verdict.status or '-'}, {mark.get(verdict.outcome, verdict.outcome)}"
+
+
+def one_line(text: str) -> str:
+    """The reason in a table cell: a traceback's first and last lines (what failed, and
+    the exception), the whole of it in the JSON."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if len(lines) > 2:
+        lines = [lines[0], "...", lines[-1]]
+    flat = " ".join(" ".join(lines).split())
+    return flat if len(flat) <= REASON_CHARS else flat[: REASON_CHARS - 3] + "..."
+
+
+def table(rows: list[Row]) -> str:
+    """A Markdown table: one row per problem."""
+    lines = [
+        "| problem | device | outcome | example solutions (verdict, against the folder name) "
+        "| reason |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for row in rows:
+        solutions = "; ".join(shown_solution(v) for v in row.solutions) or "-"
+        reason = one_line(row.reason).replace("|", "\\|") or "-"
+        lines.append(f"| `{row.problem}` | {row.device} | {row.outcome} | {solutions} | {reason} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="gpumode_sweep", description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkout", nargs="?", type=Path, help="reference-kernels checkout")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per problem")
+    parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    parser.add_argument("--only", nargs="*", default=[], help="problems matching these globs")
+    parser.add_argument("--commit", default="", help="the checkout's commit, for the record")
+    parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--label", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.one is not None:
+        row = validate_one(args.one, args.label or args.one.name, args.device)
+        print(json.dumps(asdict(row)), flush=True)
+        return 0
+    if args.checkout is None:
+        parser.error("give the reference-kernels checkout")
+    rows: list[Row] = []
+    for folder in problem_folders(args.checkout):
+        label = problem_label(folder, args.checkout)
+        if args.only and not any(fnmatch.fnmatch(label, pattern) for pattern in args.only):
+            continue
+        row = run_one(folder, label, args.device, args.timeout)
+        print(f"{label}: {row.outcome} ({row.wall_s:.0f} s)", file=sys.stderr, flush=True)
+        rows.append(row)
+    at = f" at {args.commit}" if args.commit else ""
+    print(f"reference-kernels{at}, validated on {args.device} ({platform.node()})\n")
+    print(table(rows))
+    if args.json is not None:
+        record = {"commit": args.commit, "device": args.device, "rows": [asdict(r) for r in rows]}
+        args.json.write_text(json.dumps(record, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

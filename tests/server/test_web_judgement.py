@@ -1,0 +1,142 @@
+"""Numbers a competitor can act on: a robust spread beside each median and a warning when the
+machine was noisy or a speed-of-light fraction says the peaks are off; the benchmark cases
+each GPU type really runs; your rank and best score on the problem page."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from server.db import session_scope
+from server.models import Submission
+from server.settings import get_settings
+from tests.server.test_web_pages import graded, new_problem
+from tests.server.web_client import HTML, log_in, make_user
+
+pytestmark = pytest.mark.anyio
+
+
+def timed_case(
+    median_s: float, iqr_over_median: float, cv: float, sol_fraction: float = 0.5
+) -> dict[str, Any]:
+    return {
+        "kind": "benchmark",
+        "params": {"size": 256},
+        "status": "passed",
+        "time": {
+            "median_s": median_s,
+            "iqr_over_median": iqr_over_median,
+            "cv": cv,
+            "samples": 40,
+        },
+        "roofline": {"sol_fraction": sol_fraction},
+    }
+
+
+def with_cases(sid: int, cases: list[dict[str, Any]]) -> None:
+    """The stored report's cases, as a worker would have measured them."""
+    with session_scope() as session:
+        submission = session.get(Submission, sid)
+        assert submission is not None
+        submission.report = {**(submission.report or {}), "cases": cases}
+
+
+async def test_a_noisy_result_is_flagged_and_a_steady_one_is_not(
+    browser: httpx.AsyncClient,
+) -> None:
+    new_problem("noise")
+    _, token = make_user()
+    steady = graded(token, "noise", "steady", mode="benchmark")
+    # One slow sample inflates the CV (135%) but not the interquartile range: still steady.
+    with_cases(steady, [timed_case(1e-4, 0.021, 1.35), timed_case(2e-4, 0.034, 0.04)])
+    noisy = graded(token, "noise", "noisy", mode="benchmark")
+    with_cases(noisy, [timed_case(1e-4, 0.03, 0.05), timed_case(2e-4, 0.34, 1.6)])
+
+    calm = (await browser.get(f"/submissions/{steady}", headers=HTML)).text
+    assert 'id="noisy-warning"' not in calm and 'id="sol-warning"' not in calm
+    # The robust spread stands beside each median, the CV after it.
+    assert "Spread (IQR)" in calm and ">2.1%<" in calm and ">135.0%<" in calm
+
+    page = (await browser.get(f"/submissions/{noisy}", headers=HTML)).text
+    warning = page.split('id="noisy-warning"', 1)[1].split("</div>", 1)[0]
+    assert "The machine was noisy" in warning
+    assert "On 1 of 2 timed cases" in warning and "up to 34%, on benchmark 1" in warning
+    assert "submit again" in warning and "tell the organizers" in warning
+    assert re.search(r'class="num mono noisy">34\.0%', page)
+    # The polled part of the page carries it too, so it appears when grading ends.
+    assert 'id="noisy-warning"' in (await browser.get(f"/submissions/{noisy}/live")).text
+
+
+async def test_a_speed_of_light_above_one_says_the_peaks_are_off(
+    browser: httpx.AsyncClient,
+) -> None:
+    new_problem("lightspeed")
+    _, token = make_user()
+    sid = graded(token, "lightspeed", "fast", mode="benchmark")
+    with_cases(sid, [timed_case(1e-4, 0.02, 0.03, 2.43), timed_case(2e-4, 0.02, 0.03, 0.8)])
+    page = (await browser.get(f"/submissions/{sid}", headers=HTML)).text
+    warning = page.split('id="sol-warning"', 1)[1].split("</div>", 1)[0]
+    assert "Faster than the speed of light" in warning
+    assert "above 100% on benchmark 0 (243%)" in warning and "benchmark 1" not in warning
+    assert "compare times, not speed-of-light percentages" in warning
+    assert 'id="noisy-warning"' not in page
+    plain = graded(token, "lightspeed", "plain", mode="benchmark")
+    assert 'id="sol-warning"' not in (await browser.get(f"/submissions/{plain}", headers=HTML)).text
+
+
+def listed_cases(page: str, gpus: str) -> list[str]:
+    match = re.search(rf'<ul class="cases" data-gpus="{gpus}">(.*?)</ul>', page, re.S)
+    assert match, f"no benchmark list for {gpus}"
+    return re.findall(r'<span class="k">size</span>=(\d+)', match.group(1))
+
+
+async def test_the_problem_page_lists_the_cases_each_gpu_type_runs(
+    browser: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vectorsum's GPU cases run to 64 Mi values; a CPU worker grades its cpu_benchmarks."""
+    monkeypatch.setenv("KJ_GPU_TYPES", "cpu,h200")
+    get_settings.cache_clear()
+    try:
+        name, _ = make_user()
+        await log_in(browser, name)  # a signed-in reader gets the page made for this request
+        page = (await browser.get("/problems/vectorsum", headers=HTML)).text
+    finally:
+        monkeypatch.delenv("KJ_GPU_TYPES")
+        get_settings.cache_clear()
+    assert listed_cases(page, "cpu") == ["65536", "262144", "1048576"]
+    assert listed_cases(page, "h200") == ["1048576", "4194304", "16777216", "67108864"]
+    assert "<dt>Benchmark cases</dt><dd>3 on cpu; 4 on h200</dd>" in page
+
+    alone = (await browser.get("/problems/vectorsum", headers=HTML)).text
+    assert listed_cases(alone, "cpu") == ["65536", "262144", "1048576"]
+    assert 'data-gpus="h200"' not in alone
+
+
+async def test_your_rank_and_best_score_on_the_problem_page(
+    browser: httpx.AsyncClient, client: httpx.AsyncClient
+) -> None:
+    new_problem("standing")
+    _, leader_token = make_user()
+    second, second_token = make_user()
+    graded(leader_token, "standing", "fast", score=1e-4)
+    best = graded(second_token, "standing", "better", score=2e-4)
+    graded(second_token, "standing", "worse", score=3e-4)
+
+    anonymous = (await client.get("/problems/standing", headers=HTML)).text
+    assert 'id="your-standing"' not in anonymous
+    assert 'href="/api/v1/problems/standing/bundle"' in anonymous
+
+    await log_in(browser, second)
+    page = (await browser.get("/problems/standing", headers=HTML)).text
+    standing = page.split('id="your-standing"', 1)[1].split("</section>", 1)[0]
+    row = standing.split('data-gpu="cpu"', 1)[1].split("</tr>", 1)[0]
+    assert "<strong>2</strong> of 2" in row
+    assert f'<a href="/submissions/{best}">200 µs</a>' in row
+
+    newcomer, _ = make_user()
+    await log_in(browser, newcomer)
+    fresh = (await browser.get("/problems/standing", headers=HTML)).text
+    assert "no ranked run yet" in fresh.split('id="your-standing"', 1)[1]
