@@ -166,6 +166,7 @@ def test_report_is_json_safe() -> None:
         "message": "",
         "time": None,
         "roofline": None,
+        "profile": None,
     }
     assert data["score"] is None and data["flags"] == []
 
