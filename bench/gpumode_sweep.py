@@ -6,12 +6,15 @@ of each example solution's verdict against what its folder name promises
 other outcome.
 
     python bench/gpumode_sweep.py CHECKOUT [--device cpu|cuda] [--timeout S] [--json PATH]
-                                  [--only PATTERN ...]
+                                  [--resume] [--only PATTERN ...] [--commit SHA]
+                                  [--memory-gib N]
 
 CHECKOUT is the checkout (or its `problems/` folder). Each problem is validated in a
-process of its own, stopped after `--timeout` seconds. Needs only torch, pyyaml and this
-repository's `grader/` and `sandbox/`; the sandbox's bubblewrap is found on PATH or at
-$KJ_BWRAP.
+process of its own, stopped after `--timeout` seconds; `--memory-gib` caps that process's
+heap (the reference's inputs are made there, and GPU-sized ones can fill a CPU host's
+memory). `--json` is rewritten after each problem, and `--resume` sweeps only the problems
+it does not hold yet. Needs only torch, pyyaml and this repository's `grader/` and
+`sandbox/`; the sandbox's bubblewrap is found on PATH or at $KJ_BWRAP.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import fnmatch
 import json
 import os
 import platform
+import resource
 import signal
 import subprocess
 import sys
@@ -80,8 +84,11 @@ def last_step(err: str) -> str:
     return steps[-1] if steps else ""
 
 
-def validate_one(folder: Path, label: str, device: str) -> Row:
+def validate_one(folder: Path, label: str, device: str, memory_gib: float | None) -> Row:
     """Load the folder as an upload does, then validate it with its example solutions."""
+    if memory_gib:
+        limit = int(memory_gib * (1 << 30))
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     sys.path.insert(0, str(REPO))
     from grader.problem import ProblemError, load_problem
     from grader.validate import example_solutions, validate
@@ -116,11 +123,15 @@ def validate_one(folder: Path, label: str, device: str) -> Row:
 # -- the sweep -------------------------------------------------------------------------------
 
 
-def run_one(folder: Path, label: str, device: str, timeout_s: float) -> Row:
+def run_one(
+    folder: Path, label: str, device: str, timeout_s: float, memory_gib: float | None
+) -> Row:
     """Validate one problem in a child process (its own session, so that stopping it stops
     whatever it started)."""
     command = [sys.executable, str(Path(__file__).resolve()), "--one", str(folder)]
     command += ["--label", label, "--device", device]
+    if memory_gib:
+        command += ["--memory-gib", str(memory_gib)]
     started = time.monotonic()
     child = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
@@ -187,37 +198,67 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def load_rows(path: Path, device: str) -> list[Row]:
+    """The rows an earlier run on this device wrote to `path` (to resume it)."""
+    if not path.is_file():
+        return []
+    record = json.loads(path.read_text())
+    rows = []
+    for raw in record.get("rows", []):
+        for key in ("reference", "solutions"):
+            raw[key] = [Verdict(**verdict) for verdict in raw.get(key, [])]
+        if raw.get("device") == device:
+            rows.append(Row(**raw))
+    return rows
+
+
+def save_rows(path: Path, commit: str, device: str, rows: list[Row]) -> None:
+    record = {"commit": commit, "device": device, "rows": [asdict(row) for row in rows]}
+    scratch = path.with_name(path.name + ".part")
+    scratch.write_text(json.dumps(record, indent=2) + "\n")
+    scratch.replace(path)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpumode_sweep", description=__doc__.split("\n\n")[0])
     parser.add_argument("checkout", nargs="?", type=Path, help="reference-kernels checkout")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="per problem")
-    parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    parser.add_argument("--json", type=Path, help="the rows as JSON, written after each problem")
+    parser.add_argument(
+        "--resume", action="store_true", help="keep the rows --json already holds; sweep the rest"
+    )
     parser.add_argument("--only", nargs="*", default=[], help="problems matching these globs")
     parser.add_argument("--commit", default="", help="the checkout's commit, for the record")
+    parser.add_argument("--memory-gib", type=float, help="heap limit of each problem's process")
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--label", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one is not None:
-        row = validate_one(args.one, args.label or args.one.name, args.device)
+        row = validate_one(args.one, args.label or args.one.name, args.device, args.memory_gib)
         print(json.dumps(asdict(row)), flush=True)
         return 0
     if args.checkout is None:
         parser.error("give the reference-kernels checkout")
-    rows: list[Row] = []
+    if args.resume and args.json is None:
+        parser.error("--resume needs --json")
+    rows = load_rows(args.json, args.device) if args.resume else []
+    done = {row.problem for row in rows}
     for folder in problem_folders(args.checkout):
         label = problem_label(folder, args.checkout)
         if args.only and not any(fnmatch.fnmatch(label, pattern) for pattern in args.only):
             continue
-        row = run_one(folder, label, args.device, args.timeout)
+        if label in done:
+            continue
+        row = run_one(folder, label, args.device, args.timeout, args.memory_gib)
         print(f"{label}: {row.outcome} ({row.wall_s:.0f} s)", file=sys.stderr, flush=True)
         rows.append(row)
+        if args.json is not None:
+            save_rows(args.json, args.commit, args.device, rows)
+    rows.sort(key=lambda row: row.problem)
     at = f" at {args.commit}" if args.commit else ""
     print(f"reference-kernels{at}, validated on {args.device} ({platform.node()})\n")
     print(table(rows))
-    if args.json is not None:
-        record = {"commit": args.commit, "device": args.device, "rows": [asdict(r) for r in rows]}
-        args.json.write_text(json.dumps(record, indent=2) + "\n")
     return 0
 
 
