@@ -135,7 +135,14 @@ def worker(
         refuse_without_sandbox(device["kind"])
         baseline = gpu_baseline() if device["kind"] == "cuda" else None
         # Set once, before the pool forks: every grading process starts with it.
-        context.start(context.GpuWorker(device["kind"], DevicePeaks.from_dict(peaks), baseline))
+        context.start(
+            context.GpuWorker(
+                device["kind"],
+                DevicePeaks.from_dict(peaks),
+                baseline,
+                queues=tuple(q for q in names if q != RESULTS_QUEUE),
+            )
+        )
         err.print(
             f"grading on [bold]{device['name']}[/] ({device['kind']}); queues: "
             f"{', '.join(names)}; measured copy bandwidth {peaks['copy_bytes_per_s'] / 1e9:.0f} "

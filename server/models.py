@@ -375,3 +375,16 @@ class LeaderboardRecord(Base):
     score: Mapped[float] = mapped_column(Float)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
     submission_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+
+
+class GradingSlot(Base):
+    """A grading slot a worker said is there to take jobs from a device queue: once as each
+    pool process starts, again every few minutes while it lives, and with every job it
+    starts. The dispatcher sends a queue as many jobs at once as it has slots seen lately,
+    so a fresh or long-idle worker takes its share of the next burst."""
+
+    __tablename__ = "grading_slots"
+
+    worker: Mapped[str] = mapped_column(NulFreeString(200), primary_key=True)
+    queue: Mapped[str] = mapped_column(NulFreeString(32), primary_key=True)
+    seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

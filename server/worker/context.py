@@ -25,6 +25,8 @@ class GpuWorker:
     memory_bytes: int = field(
         default_factory=lambda: int(get_settings().sandbox_memory_gib * (1 << 30))
     )
+    # The device queues it takes jobs from, as its slots tell the dispatcher.
+    queues: tuple[str, ...] = ()
 
 
 _current: GpuWorker | None = None

@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import case, func, select, text
+from sqlalchemy import case, func, select, text, union
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from grader.report import Mode, Status
-from server.models import OutboxMessage, Submission, utcnow
+from server.models import GradingSlot, OutboxMessage, Submission, utcnow
 
 GRADE = "grade"
 # Profiles go last: they help their author, and rank nobody.
@@ -111,20 +113,43 @@ def in_flight(session: Session, queue: str) -> tuple[int, int]:
 
 
 def workers_seen(session: Session, queue: str) -> int:
-    """The grading slots that started a job on `queue` lately (at least one)."""
+    """The grading slots on `queue` seen lately (at least one): those that said they are
+    there (server/worker/gpu.py, as each pool process starts and every few minutes after)
+    and those that started a job."""
 
     def count() -> int:
         since = utcnow() - WORKERS_SEEN_FOR
-        return int(
-            session.scalar(
-                select(func.count(func.distinct(Submission.worker))).where(
-                    Submission.gpu_type == queue, Submission.started_at >= since
-                )
-            )
-            or 0
-        )
+        slots = union(
+            select(GradingSlot.worker).where(
+                GradingSlot.queue == queue, GradingSlot.seen_at >= since
+            ),
+            select(Submission.worker).where(
+                Submission.gpu_type == queue,
+                Submission.started_at >= since,
+                Submission.worker.is_not(None),
+            ),
+        ).subquery()
+        return int(session.scalar(select(func.count()).select_from(slots)) or 0)
 
     return max(1, int(_cache.get(("workers", queue), WORKERS_TTL_S, count)))
+
+
+def slot_seen(session: Session, worker: str, queues: Sequence[str]) -> None:
+    """A grading slot said it takes jobs from these queues; it counts as one of their
+    workers from now on, and again the next time the count is read."""
+    now = utcnow()
+    dialect = session.bind.dialect.name if session.bind is not None else ""
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    for queue in queues:
+        # An upsert: a slot's hello and its first job's start may be recorded at once.
+        statement = insert(GradingSlot).values(worker=worker, queue=queue, seen_at=now)
+        session.execute(
+            statement.on_conflict_do_update(
+                index_elements=[GradingSlot.worker, GradingSlot.queue],
+                set_={"seen_at": statement.excluded.seen_at},
+            )
+        )
+        _cache.drop(("workers", queue))
 
 
 def lock_queue(session: Session, queue: str) -> None:
@@ -185,6 +210,10 @@ class _Cache:
     def put(self, key: Any, value: Any) -> None:
         with self._lock:
             self._held[key] = (time.monotonic(), value)
+
+    def drop(self, key: Any) -> None:
+        with self._lock:
+            self._held.pop(key, None)
 
     def clear(self) -> None:
         with self._lock:

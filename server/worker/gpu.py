@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +33,10 @@ log = logging.getLogger(__name__)
 RECORD_STARTED = "kerneljudge.record_started"
 RECORD_REPORT = "kerneljudge.record_report"
 RECORD_VALIDATION = "kerneljudge.record_validation"
+RECORD_SLOT = "kerneljudge.record_slot"
+# A pool process says it is there as it starts and this often after, well within the
+# dispatcher's memory of a slot (WORKERS_SEEN_FOR in server/worker/dispatch.py).
+PRESENCE_EVERY_S = 120.0
 # A result is sent again with growing pauses for about ten minutes while the broker is
 # unreachable; after that the job fails, and the outbox's sweeper sends it again.
 DELIVERY_RETRY = {"max_retries": 60, "interval_start": 1, "interval_step": 2, "interval_max": 10}
@@ -51,6 +57,23 @@ def _ready_for_gradings(**_: Any) -> None:
         torch.cuda.init()
         torch.cuda.synchronize()
     STANDBY.refill(worker.device, isolate=True, memory_bytes=worker.memory_bytes)
+    if worker.queues:
+        threading.Thread(
+            target=_say_present, args=(worker.queues,), name="kj-presence", daemon=True
+        ).start()
+
+
+def _say_present(queues: tuple[str, ...]) -> None:
+    """Tell the dispatcher, now and every few minutes, that this slot takes jobs from its
+    queues: a slot that has not graded anything lately still gets its share of a burst."""
+    while True:
+        try:
+            celery_app.send_task(
+                RECORD_SLOT, args=[context.worker_name(), list(queues)], queue=RESULTS_QUEUE
+            )
+        except Exception:
+            log.info("could not tell the results step this slot is here", exc_info=True)
+        time.sleep(PRESENCE_EVERY_S)
 
 
 @worker_process_shutdown.connect

@@ -14,7 +14,7 @@ from server.db import session_scope
 from server.problems import validation
 from server.submissions import service as submissions
 from server.submissions.schemas import GradingResult, invalid_report
-from server.worker import jobs
+from server.worker import dispatch, jobs
 from server.worker.app import celery_app
 
 # Errors of a database that is unreachable or restarting; anything else is a bug to see.
@@ -55,3 +55,24 @@ def record_validation(result: dict[str, Any]) -> None:
         validation.record(
             session, int(result["validation_id"]), dict(result["report"]), str(result["worker"])
         )
+
+
+# What a hello may name: a worker host is trusted less than the service, so its words are
+# bounded before they reach the database.
+SLOT_NAME_MAX = 200
+QUEUE_NAME_MAX = 32
+QUEUES_MAX = 16
+
+
+@celery_app.task(name="kerneljudge.record_slot", **RETRY)
+def record_slot(worker: str, queues: list[str]) -> None:
+    """A grading slot says it is there to take jobs from these queues; any waiting there
+    go to it now."""
+    names = [q for q in queues if isinstance(q, str) and 0 < len(q) <= QUEUE_NAME_MAX]
+    if not isinstance(worker, str) or not 0 < len(worker) <= SLOT_NAME_MAX:
+        return
+    names = sorted(set(names))[:QUEUES_MAX]
+    with session_scope() as session:
+        dispatch.slot_seen(session, worker, names)
+    for queue in names:
+        jobs.dispatch_after(queue)

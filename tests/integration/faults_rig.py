@@ -326,8 +326,11 @@ class Client:
     its own, sending the same request with the same key again on a 503 (after its
     Retry-After), a connection error or a timeout, until it gets its 202."""
 
-    def __init__(self, base: str, token: str, count: int, pace_s: float) -> None:
+    def __init__(
+        self, base: str, token: str, count: int, pace_s: float, kernel: str = KERNEL
+    ) -> None:
         self.base = base
+        self.kernel = kernel
         self.token = token
         self.count = count
         self.pace_s = pace_s
@@ -357,7 +360,7 @@ class Client:
                 self.submit_one(http, attempt)
 
     def submit_one(self, http: httpx.Client, attempt: Attempt) -> None:
-        body = {"problem": PROBLEM, "code": f"{KERNEL}\n# {attempt.key}\n", "mode": "test"}
+        body = {"problem": PROBLEM, "code": f"{self.kernel}\n# {attempt.key}\n", "mode": "test"}
         headers = {"Authorization": f"Bearer {self.token}", "Idempotency-Key": attempt.key}
         give_up = time.monotonic() + GIVE_UP_S
         while time.monotonic() < give_up and not self.stop.is_set():
@@ -569,10 +572,12 @@ def run_scenario(
     faults: Sequence[str],
     outage_s: float,
     drain_timeout_s: float,
+    kernel: str = KERNEL,
 ) -> Outcome:
     """The client submits while the faults strike one after another; then a bounded wait
-    for every accepted submission's verdict, and the tally."""
-    client = Client(install.base, install.token, submissions, pace_s)
+    for every accepted submission's verdict, and the tally. ``kernel``: the code every
+    submission sends (one that is slow to grade keeps jobs queued behind it)."""
+    client = Client(install.base, install.token, submissions, pace_s, kernel)
     client.start()
     try:
         struck = inject(install, client, faults, outage_s)

@@ -23,6 +23,7 @@ from tests.integration.cluster import ServiceUnavailable, postgres_bin
 from tests.integration.faults_rig import (
     FAULT_SETTINGS,
     GRADED,
+    KERNEL,
     Client,
     Fault,
     Install,
@@ -94,7 +95,8 @@ def test_worker_redis_and_postgres_faults_lose_nothing_and_record_each_submissio
 def test_redis_restarted_with_its_append_only_file_keeps_its_jobs(tmp_path: Path) -> None:
     """One worker, a few jobs queued in Redis behind the one it grades (sent ahead of it:
     KJ_DISPATCH_AHEAD), and Redis stopped for 5 s with `appendonly yes`: it comes back
-    holding every job it held, queued or running."""
+    holding every job it held, queued or running. Each grading takes over a second (the
+    kernel sleeps as it loads), so the worker cannot drain the queue before Redis stops."""
     with (
         tails_on_failure(tmp_path / "logs"),
         production_install(tmp_path, workers=1, appendonly=True, dispatch_ahead=10) as install,
@@ -106,6 +108,7 @@ def test_redis_restarted_with_its_append_only_file_keeps_its_jobs(tmp_path: Path
             faults=("redis",),
             outage_s=5.0,
             drain_timeout_s=180,
+            kernel=f"import time\ntime.sleep(1.5)\n{KERNEL}",
         )
         print_outcome(outcome)
         (restart,) = outcome.faults

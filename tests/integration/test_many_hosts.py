@@ -24,7 +24,7 @@ import pytest
 from sqlalchemy import create_engine, func, select
 from sqlalchemy.pool import NullPool
 
-from server.models import Run
+from server.models import GradingSlot, Run
 from tests.integration.cluster import free_port, postgres_cluster, redis_server
 from tests.integration.faults_rig import (
     GRADED,
@@ -210,6 +210,22 @@ class Cluster:
         name = str(worker).rsplit(":", 1)[0]
         return next(host for host in [self.api, *self.gpus] if host.name == name)
 
+    def wait_for_slots(self, count: int, timeout_s: float) -> None:
+        """Until this many grading slots have said they are there (each pool process does
+        as it starts), so the dispatcher sends that many jobs at once."""
+        engine = create_engine(self.database_url, poolclass=NullPool)
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                with engine.connect() as connection:
+                    seen = connection.scalar(select(func.count()).select_from(GradingSlot))
+                if int(seen or 0) >= count:
+                    return
+                assert time.monotonic() < deadline, f"{seen} of {count} grading slots said hello"
+                time.sleep(0.5)
+        finally:
+            engine.dispose()
+
     def runs(self, submission_id: int) -> int:
         engine = create_engine(self.database_url, poolclass=NullPool)
         try:
@@ -258,6 +274,7 @@ def many_hosts(tmp_path: Path) -> Iterator[Cluster]:
         wait_for_api(cluster.base, process, logs / "serve.log")
         for host in gpus:
             wait_for_line(cluster.worker_log(host), " ready.", timeout_s=180)
+        cluster.wait_for_slots(len(gpus), timeout_s=60)
         try:
             yield cluster
         finally:
@@ -275,8 +292,10 @@ def test_worker_hosts_grade_over_the_network_and_a_host_cut_off_hands_its_job_ba
 
 
 def graded_on_both_hosts(cluster: Cluster) -> None:
-    """Two submissions at once: each idle worker host takes one."""
-    ids = [cluster.submit(f"{KERNEL}\n# {n}\n") for n in range(2)]
+    """Two submissions at once, neither host having graded anything: each idle worker host
+    takes one (both said they are there, so both jobs go at once; each takes a few seconds,
+    so neither host is free again before the other has taken its job)."""
+    ids = [cluster.submit(f"import time\ntime.sleep(3)\n{KERNEL}\n# {n}\n") for n in range(2)]
     reports = [cluster.wait_for(sid, TERMINAL, timeout_s=120) for sid in ids]
     assert [r["status"] for r in reports] == ["passed", "passed"], reports
     assert {cluster.host_of(r["worker"]) for r in reports} == set(cluster.gpus)

@@ -9,14 +9,14 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from server.db import session_scope
-from server.models import OutboxMessage, Submission, utcnow
+from server.models import GradingSlot, OutboxMessage, Submission, utcnow
 from server.settings import get_settings
 from server.submissions import service
 from server.submissions.schemas import GradingReport
-from server.worker import dispatch, jobs
+from server.worker import dispatch, jobs, recorders
 from tests.server.conftest import Account, make_account
 from tests.server.test_outbox import HONEST
 
@@ -201,3 +201,34 @@ async def test_a_new_submission_reads_its_place_from_the_queue_as_it_is_now(
     assert body["status"] == "queued" and body["queue_position"] == 0  # before Ada's second
     body = (await client.get(f"/api/v1/submissions/{waiting}", headers=ada.headers)).json()
     assert body["queue_position"] == 1
+
+
+async def test_a_worker_that_says_it_is_there_gets_a_job_before_it_has_graded_any(
+    client: httpx.AsyncClient,
+) -> None:
+    """No slot has graded on the queue lately: one job goes, the rest wait. Two fresh
+    slots say hello (as each pool process does when it starts): a second job goes at once,
+    without waiting for the first to finish. A hello whose name is not a slot's is ignored."""
+    with session_scope() as session:
+        session.execute(delete(GradingSlot))
+        session.execute(
+            update(Submission)
+            .where(Submission.started_at.is_not(None))
+            .values(started_at=utcnow() - timedelta(hours=1))
+        )
+    dispatch.forget()
+    ada = make_account()
+    first, second, third = [await submit(client, ada) for _ in range(3)]
+    wait_for_sender()
+    assert sent() == [first]
+    recorders.record_slot("x" * 201, ["cpu"])
+    recorders.record_slot("fresh:1", ["cpu", "", "q" * 40])
+    assert sent() == [first]  # one slot counted, as before
+    recorders.record_slot("fresh:2", ["cpu"])
+    assert sent() == [first, second]
+    with session_scope() as session:
+        slots = session.scalars(select(GradingSlot.worker).order_by(GradingSlot.worker)).all()
+    assert slots == ["fresh:1", "fresh:2"]
+    recorders.record_slot("fresh:2", ["cpu"])  # the same slot again: still two
+    assert sent() == [first, second]
+    assert third not in sent()
