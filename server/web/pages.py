@@ -27,6 +27,7 @@ from server.errors import (
 )
 from server.leaderboards import service as leaderboards
 from server.models import Problem, Submission
+from server.problems import bundle
 from server.problems import service as problems
 from server.problems.loaded import loaded
 from server.submissions import disclosure
@@ -181,6 +182,18 @@ def problem_template(name: str, page: PageDep) -> Response:
         template,
         media_type="text/x-python; charset=utf-8",
         headers={"Content-Disposition": f'attachment; filename="{problem.name}_submission.py"'},
+    )
+
+
+@router.get("/problems/{name}/bundle")
+def problem_bundle(name: str, page: PageDep) -> Response:
+    """The API's bundle for the browser: the signed-in viewer's cookie decides what is
+    visible, so an organizer downloads a hidden problem's bundle from its page too."""
+    made = bundle.make(problems.get_visible_problem(page.session, name, page.viewer))
+    return Response(
+        made.content,
+        media_type=bundle.MEDIA_TYPE,
+        headers={"Content-Disposition": f'attachment; filename="{made.filename}"'},
     )
 
 

@@ -17,6 +17,7 @@ from server.problems import repository
 from tests.server.conftest import Account
 from tests.server.test_problem_lifecycle import record_round
 from tests.server.test_problems_api import upload
+from tests.server.web_client import log_in, make_user
 
 pytestmark = pytest.mark.anyio
 
@@ -146,3 +147,27 @@ async def test_unknown_problem_and_the_schema(client: httpx.AsyncClient) -> None
     assert "application/zip" in route["responses"]["200"]["content"]
     assert "Content-Disposition" in route["responses"]["200"]["headers"]
     assert {"401", "404"} <= set(route["responses"])
+
+
+async def test_an_organizer_downloads_a_hidden_problems_bundle_from_its_page(
+    client: httpx.AsyncClient, browser: httpx.AsyncClient, admin: Account, tmp_path: Path
+) -> None:
+    """The page's link goes through the browser's session, not an API token: an admin
+    signed in on the site gets the bundle of a problem only admins see yet; someone else
+    gets the same 404 as for a problem that does not exist."""
+    draft = organizer_zip("draftadd")
+    assert (await upload(client, admin, draft, "d.zip")).status_code == 201
+    organizer, _ = make_user(admin=True)
+    await log_in(browser, organizer)
+    page = await browser.get("/problems/draftadd", headers={"Accept": "text/html"})
+    assert page.status_code == 200
+    assert 'href="/problems/draftadd/bundle"' in page.text
+    download = await browser.get("/problems/draftadd/bundle")
+    assert download.status_code == 200, download.text
+    assert download.headers["content-disposition"] == 'attachment; filename="draftadd.zip"'
+    assert "draftadd/task.yml" in unpack(download.content, tmp_path)
+
+    outsider, _ = make_user()
+    await log_in(browser, outsider)
+    assert (await browser.get("/problems/draftadd/bundle")).status_code == 404
+    assert (await client.get("/problems/draftadd/bundle")).status_code == 404

@@ -127,7 +127,7 @@ async def test_your_rank_and_best_score_on_the_problem_page(
 
     anonymous = (await client.get("/problems/standing", headers=HTML)).text
     assert 'id="your-standing"' not in anonymous
-    assert 'href="/api/v1/problems/standing/bundle"' in anonymous
+    assert 'href="/problems/standing/bundle"' in anonymous
 
     await log_in(browser, second)
     page = (await browser.get("/problems/standing", headers=HTML)).text
