@@ -160,6 +160,10 @@ class Problem(Base):
     # its files, description, device types, example solutions and leaderboard choice. The
     # live version keeps serving until this one passes; None when there is none.
     candidate: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # A live problem's device types as the organizers last chose them, while the ones they
+    # added are validated: {"gpu_types": [...], "added": [...]}. `gpu_types` changes to it
+    # when the round ends, keeping of the added ones only those that passed; None otherwise.
+    gpu_types_pending: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

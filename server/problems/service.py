@@ -166,7 +166,7 @@ def add_problem_from_path(
     else:
         action = "problem.unchanged"
     if action != "problem.unchanged" or newest_state(problem) != newest_before:
-        validation.start(session, problem, gpu_types_for(newest, settings))
+        validation.start(session, problem, gpu_types_next(problem, settings))
     audit.record(
         session,
         actor,
@@ -335,15 +335,38 @@ def choose_gpu_types(
             + (f" ({', '.join(unknown)} is not one)" if unknown else "")
         )
     offered_before = gpu_types_for(problem, settings)
-    if set(gpu_types) == set(offered_before):
+    if set(gpu_types) == set(gpu_types_next(problem, settings)):
         return
     # The form shows only this service's device types: the problem's others stay listed.
     elsewhere = [gpu for gpu in problem.gpu_types or [] if gpu not in known]
-    problem.gpu_types = [gpu for gpu in known if gpu in gpu_types] + elsewhere
-    versions.set_gpu_types(problem, problem.gpu_types)
+    chosen = [gpu for gpu in known if gpu in gpu_types] + elsewhere
+    added = [gpu for gpu in known if gpu in gpu_types and gpu not in offered_before]
+    versions.set_gpu_types(problem, chosen)
+    if problem.status == LIVE and added:
+        # Competitors are offered a new device type once the problem validated on it; the
+        # live problem keeps its device types meanwhile (server/problems/validation.py).
+        problem.gpu_types_pending = {"gpu_types": chosen, "added": added}
+        validation.start(session, problem, gpu_types_next(problem, settings))
+        return
+    problem.gpu_types = chosen
+    problem.gpu_types_pending = None
     offered = gpu_types_for(problem, settings)
     if offered != offered_before:
         validation.start(session, problem, offered)
+
+
+def gpu_types_next(problem: Problem, settings: Settings) -> list[str]:
+    """The device types the problem's next validation round runs on: its staged version's,
+    else the organizers' latest choice (device types they added are not offered before it
+    passes on them), else those it is offered on."""
+    staged = versions.staged(problem)
+    if staged is not None:
+        return gpu_types_for(staged, settings)
+    pending = problem.gpu_types_pending
+    if pending:
+        known = service_gpu_types(settings)
+        return [gpu for gpu in known if gpu in pending["gpu_types"]]
+    return gpu_types_for(problem, settings)
 
 
 def settings_of(problem: Problem) -> dict[str, object]:
@@ -371,7 +394,7 @@ def rerun_validation(session: Session, settings: Settings, name: str, admin: Use
     if problem is None:
         raise NotFound(f"no problem named {name!r}")
     before = problem.status
-    validation.start(session, problem, gpu_types_for(versions.newest(problem), settings))
+    validation.start(session, problem, gpu_types_next(problem, settings))
     audit.record(
         session,
         admin,

@@ -122,6 +122,28 @@ def record(session: Session, validation_id: int, report: dict[str, Any], worker:
     return True
 
 
+def settle_gpu_types(problem: Problem, rows: Sequence[ProblemValidation]) -> None:
+    """The organizers' latest choice of device types takes effect on the live problem, with
+    those they added kept only where this round passed; if none is left to offer, the
+    problem keeps the device types it had."""
+    pending = problem.gpu_types_pending
+    if not pending:
+        return
+    problem.gpu_types_pending = None
+    passed = {row.gpu_type for row in rows if row.status == ValidationStatus.PASSED}
+    added = set(pending["added"])
+    chosen = [gpu for gpu in pending["gpu_types"] if gpu not in added or gpu in passed]
+    refused = sorted(added - passed)
+    if refused:
+        log.warning(
+            "problem %s is not offered on %s: its validation there did not pass",
+            problem.name,
+            ", ".join(refused),
+        )
+    if any(gpu in passed for gpu in chosen):
+        problem.gpu_types = chosen
+
+
 def conclude_round(session: Session, problem: Problem) -> None:
     rows = current_round(session, problem)
     if any(row.status == QUEUED for row in rows):
@@ -130,6 +152,7 @@ def conclude_round(session: Session, problem: Problem) -> None:
     if problem.candidate is not None:
         if clean:
             versions.promote(problem)
+            problem.gpu_types_pending = None
             problem.status = LIVE
         else:
             versions.set_status(problem, INVALID)
@@ -142,7 +165,9 @@ def conclude_round(session: Session, problem: Problem) -> None:
             return
     elif problem.status == LIVE:
         # The live version validated again: a failed round is the organizers' to read (on
-        # the admin page); competitors keep the version they were competing on.
+        # the admin page); competitors keep the version they were competing on, and are
+        # offered the device types the organizers added only where it passed.
+        settle_gpu_types(problem, rows)
         if not clean:
             log.warning("problem %s: version %s failed a new round", problem.name, problem.version)
         return

@@ -59,7 +59,8 @@ def render_problems(
         staged={p.id: versions.staged(p) for p in listed},
         leaderboard_choices=problems.LEADERBOARD_CHOICES,
         device_types=problems.service_gpu_types(page.settings),
-        offered={p.id: problems.gpu_types_for(p, page.settings) for p in listed},
+        # The organizers' latest choice, including device types still being validated.
+        offered={p.id: problems.gpu_types_next(p, page.settings) for p in listed},
         errors=errors or {},
         section="problems",
         exports=[(table, fmt) for table in exports.TABLES for fmt in exports.FORMATS],

@@ -236,6 +236,75 @@ async def test_organizers_choose_the_device_types_and_each_new_one_is_validated(
         get_settings.cache_clear()
 
 
+async def test_a_device_type_added_to_a_live_problem_is_offered_once_it_validated_there(
+    client: httpx.AsyncClient,
+    browser: httpx.AsyncClient,
+    admin: Account,
+    alice: Account,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Adding h200 to a problem live on cpu starts a round on both; until it passes on h200
+    competitors are offered cpu alone (a submission for h200 is refused with the device
+    types it may ask for), and the admin page says h200 waits for its validation. A round
+    that fails on h200 leaves the problem on cpu."""
+    monkeypatch.setenv("KJ_GPU_TYPES", "cpu,h200")
+    get_settings.cache_clear()
+    try:
+        await upload(client, admin, problem_zip("widening"), "p.zip")
+        assert record_round("widening") == [True, True]
+        name, _ = make_user("widener", admin=True)
+        await log_in(browser, name)
+
+        async def choose(*gpus: str) -> None:
+            form = {"is_public": "on", "gpu_types_listed": "1", "gpu_types": list(gpus)}
+            saved = await post_form(
+                browser, "/admin/problems/widening", form, from_page="/admin/problems"
+            )
+            assert saved.status_code == 303, saved.text
+
+        async def offered() -> list[str]:
+            shown = (await client.get("/api/v1/problems/widening")).json()
+            assert shown["status"] == "live"
+            return list(shown["gpu_types"])
+
+        await choose("cpu")
+        assert await offered() == ["cpu"]  # narrowing takes effect at once
+        record_round("widening")
+
+        await choose("cpu", "h200")
+        assert await offered() == ["cpu"]
+        body = {"problem": "widening", "code": CODE, "mode": "test", "gpu": "h200"}
+        refused = await client.post("/api/v1/submissions", json=body, headers=alice.headers)
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["detail"].endswith("available: cpu")
+        admin_page = (await browser.get("/admin/problems")).text
+        row = admin_page.split('aria-label="widening graded on h200"', 1)[1].split("</label>")[0]
+        assert "offered once validated" in row
+        assert record_round("widening") == [True, True]
+        assert await offered() == ["cpu", "h200"]
+        body["code"] = CODE + "\n# on h200\n"
+        accepted = await client.post("/api/v1/submissions", json=body, headers=alice.headers)
+        assert accepted.status_code == 202, accepted.text
+
+        await choose("cpu")
+        record_round("widening")
+        await choose("cpu", "h200")
+        with session_scope() as session:
+            problem = repository.get_problem(session, "widening")
+            assert problem is not None
+            rows = validation.current_round(session, problem)
+            for row in rows:
+                report = {"status": "passed" if row.gpu_type == "cpu" else "failed", "checks": []}
+                validation.record(session, row.id, report, "test-worker")
+        assert await offered() == ["cpu"]
+        admin_page = (await browser.get("/admin/problems")).text
+        row = admin_page.split('aria-label="widening graded on h200"', 1)[1].split("</label>")[0]
+        assert "offered once validated" not in row
+    finally:
+        monkeypatch.delenv("KJ_GPU_TYPES")
+        get_settings.cache_clear()
+
+
 async def test_before_its_start_a_problem_is_hidden_from_competitors(
     client: httpx.AsyncClient, browser: httpx.AsyncClient, admin: Account, alice: Account
 ) -> None:
