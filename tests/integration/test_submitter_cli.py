@@ -15,12 +15,15 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import create_engine, update
 
+from server.models import Problem
 from tests.integration.processes import (
     REPO_ROOT,
     add_user,
@@ -35,6 +38,7 @@ pytestmark = pytest.mark.integration
 
 VECTORADD = REPO_ROOT / "problems" / "vectoradd" / "solutions"
 VECTORSUM = REPO_ROOT / "problems" / "vectorsum" / "solutions"
+GRAYSCALE = REPO_ROOT / "problems" / "grayscale" / "solutions"
 RATE_LIMIT = 4
 BROKEN = 'import torch\n\nraise RuntimeError("broken on purpose")\n'
 PRYING = (
@@ -357,6 +361,34 @@ def light_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if installed.returncode != 0:
         service_missing("the package index", Exception(installed.stderr[-2000:]))
     return venv
+
+
+def test_after_the_deadline_a_ranked_run_is_refused_in_a_sentence(site: Site) -> None:
+    """The competition on a problem closed (its deadline set an hour ago, as the admin page
+    sets it): a leaderboard-mode submit says so with the closing time and exits 6; a test
+    run of the same kernel is still graded."""
+    engine = create_engine(f"sqlite:///{(site.root / 'var' / 'kerneljudge.sqlite3').resolve()}")
+    with engine.begin() as connection:
+        connection.execute(
+            update(Problem)
+            .where(Problem.name == "grayscale")
+            .values(deadline=datetime.now(UTC) - timedelta(hours=1))
+        )
+    engine.dispose()
+    kernel = write(site, "gray.py", (GRAYSCALE / "pytorch.py").read_text())
+    done = cli(site, "submit", str(kernel), "--problem", "grayscale", "--mode", "leaderboard")
+    assert done.returncode == 6, done.stderr
+    line = one_line(done.stderr)
+    assert re.fullmatch(
+        r"error: refused: the competition on 'grayscale' closed at \d{4}-\d\d-\d\d \d\d:\d\d "
+        r"UTC; test and benchmark runs are still open",
+        line,
+    ), line
+    ranked = ["submit", str(kernel), "-p", "grayscale", "--mode", "leaderboard", "--json"]
+    as_json = json.loads(cli(site, *ranked).stdout)
+    assert as_json["http_status"] == 409 and as_json["error"] == "conflict", as_json
+    tested = cli(site, "submit", str(kernel), "--problem", "grayscale", "--mode", "test")
+    assert tested.returncode == 0, tested.stderr
 
 
 def test_the_light_install_has_no_torch_and_runs_every_command(
