@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
@@ -10,6 +11,7 @@ from pydantic import ValidationError
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from server import turns
 from server.deps import CurrentUser, RowId, SessionDep, SettingsDep
 from server.errors import (
     BadRequest,
@@ -93,6 +95,21 @@ async def read_multipart(request: Request, settings: Settings) -> SubmissionCrea
 
 
 SubmissionBody = Annotated[SubmissionCreate, Depends(read_submission_request)]
+
+
+async def submission_turn(request: Request) -> AsyncIterator[None]:
+    """A token's submissions one at a time in this process, waiting on the event loop
+    (server/turns.py); resolved before the token is looked up, so that a waiting submission
+    holds neither a thread nor a database connection."""
+    key = turns.token_key(request.headers.get("authorization"))
+    if key is None:
+        yield
+        return
+    async with turns.SUBMISSIONS.turn(key):
+        yield
+
+
+SubmissionTurn = Annotated[None, Depends(submission_turn, scope="function")]
 IdempotencyKey = Annotated[
     str | None,
     Header(
@@ -134,6 +151,7 @@ def validate_body(body: object) -> SubmissionCreate:
     summary="Submit a kernel for grading",
 )
 def create_submission(
+    _turn: SubmissionTurn,
     user: CurrentUser,
     body: SubmissionBody,
     session: SessionDep,
