@@ -4,25 +4,44 @@
 # max_speedup: 3
 # defence: the harness's own clock around each call includes receiving; claims are cross-checked
 """Hooks the runner's message receiving (found through sys.modules['__main__'] by computed
-names) to compute the product while the inputs arrive, outside the timed region; the timed
-call only hands back the stashed result."""
+names) to compute the product while a request arrives, before the runner's timed region:
+the inputs of the set a request names are found through the runner's own objects (the
+shared slab the harness handed it), and the timed call only hands back the stashed result.
+The product is the same bf16 matmul as the problem's honest solution, so any speed-up over
+it would be work hidden from the clock."""
 
+import gc
 import sys
 
 import torch
 
 _stash = {}
+_runner = []
 _main = sys.modules["__" + "main__"]
 _name = "recv_" + "message"
 _real = getattr(_main, _name, None)
 
 
+def _the_runner():
+    if not _runner:
+        for obj in gc.get_objects():
+            if type(obj).__name__ == "Runner" and hasattr(obj, "_sets"):
+                _runner.append(obj)
+                break
+    return _runner[0] if _runner else None
+
+
 def _receive_and_work(*args, **kwargs):
     request = _real(*args, **kwargs)
-    data = request.get("data") if isinstance(request, dict) else None
-    if isinstance(data, (tuple, list)) and len(data) == 2:
-        A, B = data
-        _stash[id(A)] = (A.float() @ B.float()).to(torch.bfloat16)
+    runner = _the_runner()
+    if isinstance(request, dict) and runner is not None and "slab" in request:
+        sets = runner._sets.get(request["slab"])
+        index = request.get("set", 0)
+        if sets is not None and isinstance(index, int):
+            data = sets.data(index)
+            if isinstance(data, (tuple, list)) and len(data) == 2:
+                A, B = data
+                _stash[A.data_ptr()] = torch.matmul(A, B)
     return request
 
 
@@ -32,7 +51,7 @@ if _real is not None:
 
 def custom_kernel(data):
     A, B = data
-    ready = _stash.pop(id(A), None)
+    ready = _stash.pop(A.data_ptr(), None)
     if ready is not None:
         return ready
-    return (A.float() @ B.float()).to(torch.bfloat16)
+    return torch.matmul(A, B)
