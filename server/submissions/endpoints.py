@@ -97,12 +97,14 @@ async def read_multipart(request: Request, settings: Settings) -> SubmissionCrea
 SubmissionBody = Annotated[SubmissionCreate, Depends(read_submission_request)]
 
 
-async def submission_turn(request: Request) -> AsyncIterator[None]:
+async def submission_turn(request: Request, settings: SettingsDep) -> AsyncIterator[None]:
     """A token's submissions one at a time in this process, waiting on the event loop
-    (server/turns.py); resolved before the token is looked up, so that a waiting submission
-    holds neither a thread nor a database connection."""
+    (server/turns.py), where they would wait for each other in the database: under the rate
+    limit, or with an Idempotency-Key. Resolved before the token is looked up, so that a
+    waiting submission holds neither a thread nor a database connection."""
     key = turns.token_key(request.headers.get("authorization"))
-    if key is None:
+    serialized = settings.submission_rate_limit > 0 or "idempotency-key" in request.headers
+    if key is None or not serialized:
         yield
         return
     async with turns.SUBMISSIONS.turn(key):
