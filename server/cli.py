@@ -334,17 +334,46 @@ def user_password(name: Annotated[str, typer.Argument(help="the user's name")]) 
     """Set a user's password for the web pages (read from stdin, or prompted for)."""
     from server.db import session_scope
     from server.errors import KernelJudgeError
-    from server.users.service import get_user, set_password
+    from server.users.service import end_all_web_sessions, get_user, set_password
 
     password = read_password()
     prepare_database()
     try:
         with session_scope() as session:
-            set_password(get_user(session, name), password)
+            user = get_user(session, name)
+            set_password(user, password)
+            # A new password signs the user out of every browser.
+            end_all_web_sessions(session, user)
     except KernelJudgeError as exc:
         err.print(f"[red]error:[/] {exc.detail}")
         raise typer.Exit(1) from exc
-    err.print(f"password of {name!r} set")
+    err.print(f"password of {name!r} set; their browsers are signed out")
+
+
+@user_app.command("reset-link")
+@needs("server")
+def user_reset_link(
+    name: Annotated[str, typer.Argument(help="the user's name")],
+    url: Annotated[
+        str, typer.Option(help="the site's address as the user reaches it")
+    ] = "http://127.0.0.1:8000",
+) -> None:
+    """Print a one-time link that sets the user's password (it works for 24 hours; any
+    earlier link stops working), to hand over without email."""
+    from server.db import session_scope
+    from server.errors import KernelJudgeError
+    from server.users import resets
+    from server.users.service import get_user
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            key = resets.issue(session, None, get_user(session, name))
+    except KernelJudgeError as exc:
+        err.print(f"[red]error:[/] {exc.detail}")
+        raise typer.Exit(1) from exc
+    print(f"{url.rstrip('/')}{resets.PATH}{key}")
+    err.print(f"a one-time link for {name!r}: it works once, for 24 hours")
 
 
 @problem_app.command("add")

@@ -392,3 +392,24 @@ class GradingSlot(Base):
     worker: Mapped[str] = mapped_column(NulFreeString(200), primary_key=True)
     queue: Mapped[str] = mapped_column(NulFreeString(32), primary_key=True)
     seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PasswordReset(Base):
+    """A one-time link that sets a user's password, made by an organizer (admin page or
+    `kerneljudge user reset-link`): only its key's SHA-256 is kept; it works once, until
+    it runs out, and a newer link for the same user ends it."""
+
+    __tablename__ = "password_resets"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key_hash: Mapped[str] = mapped_column(NulFreeString(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    issued_by_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), default=None
+    )
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # When it was used, or ended by a newer link; None while it still works.
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+
+    user: Mapped[User] = relationship(foreign_keys=[user_id])

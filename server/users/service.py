@@ -211,6 +211,13 @@ def authenticate(session: Session, token: str) -> User:
     return record.user
 
 
+def get_user_by_id(session: Session, user_id: int) -> User:
+    user = repository.get_user(session, user_id)
+    if user is None:
+        raise NotFound(f"no user {user_id}")
+    return user
+
+
 def get_user(session: Session, name: str) -> User:
     user = repository.get_user_by_name(session, name)
     if user is None:

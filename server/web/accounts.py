@@ -9,6 +9,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from server.deps import RowId
 from server.errors import (
+    BadRequest,
     Forbidden,
     KernelJudgeError,
     NotAuthenticated,
@@ -16,6 +17,7 @@ from server.errors import (
     TooManyRequests,
 )
 from server.submissions import service as submissions
+from server.users import resets
 from server.users import service as users
 from server.web.page import Page, PageDep, SignedInPage
 from server.web.sessions import PostedForm, sign_in, sign_out
@@ -63,8 +65,45 @@ def signup(request: Request, page: PageDep, form: PostedForm) -> HTMLResponse | 
 
 
 @router.get("/login", response_class=HTMLResponse)
-def login_form(page: PageDep, next: str | None = Query(default=None)) -> HTMLResponse:
-    return page.render("login.html", values={}, errors={}, next=safe_next(next))
+def login_form(
+    page: PageDep,
+    next: str | None = Query(default=None),
+    done: str | None = Query(default=None, max_length=16),
+) -> HTMLResponse:
+    message = "Your new password is set; log in with it." if done == "reset" else ""
+    return page.render("login.html", values={}, errors={}, next=safe_next(next), message=message)
+
+
+@router.get("/reset/{key}", response_class=HTMLResponse)
+def reset_form(key: str, page: PageDep) -> HTMLResponse:
+    """An organizer's one-time link: the form for a new password, or why it no longer works
+    (410)."""
+    reset = resets.open_reset(page.session, key)
+    if reset is None:
+        return page.render("reset.html", status_code=410, user=None, gone=resets.GONE)
+    return page.render("reset.html", user=reset.user, key=key, errors={})
+
+
+@router.post("/reset/{key}", response_model=None)
+def reset_password(
+    key: str, request: Request, page: PageDep, form: PostedForm
+) -> HTMLResponse | RedirectResponse:
+    reset = resets.open_reset(page.session, key)
+    if reset is None:
+        return page.render("reset.html", status_code=410, user=None, gone=resets.GONE)
+    password = str(form.get("password") or "")
+    errors: dict[str, str] = {}
+    if password != str(form.get("password_again") or ""):
+        errors["password_again"] = "the two passwords differ"
+    else:
+        try:
+            resets.redeem(page.session, key, password)
+        except BadRequest as exc:
+            errors["password"] = exc.detail
+    if errors:
+        return page.render("reset.html", status_code=422, user=reset.user, key=key, errors=errors)
+    sign_out(request, page.session)
+    return page.redirect("/login?done=reset")
 
 
 @router.post("/login", response_model=None)

@@ -20,6 +20,7 @@ from server.models import Problem
 from server.problems import service as problems
 from server.problems import validation, versions
 from server.submissions import service as submissions
+from server.users import resets
 from server.users import service as users
 from server.web.page import AdminPage, Page
 from server.web.sessions import PostedForm
@@ -215,6 +216,23 @@ def moderate_user(user_id: RowId, page: AdminPage, form: PostedForm) -> Redirect
     user = users.moderate_user(page.session, page.viewer, user_id, action)
     done = USER_ACTIONS_DONE.get(action, action)
     return page.redirect(f"/admin/users#u{user_id}", f"{user.name} {done}.")
+
+
+@router.post("/users/{user_id}/reset-link")
+def reset_link(user_id: RowId, page: AdminPage, form: PostedForm) -> RedirectResponse:
+    """A one-time link that sets the user's password, shown to the organizer this once, to
+    hand over as they see fit (server/users/resets.py)."""
+    assert page.viewer is not None
+    user = users.get_user_by_id(page.session, user_id)
+    key = resets.issue(page.session, page.viewer, user)
+    link = f"{str(page.request.base_url).rstrip('/')}{resets.PATH}{key}"
+    return page.redirect(
+        f"/admin/users#u{user_id}",
+        f"A one-time link that sets a new password for {user.name} (it works for "
+        f"{int(resets.LIFETIME.total_seconds() // 3600)} hours; any earlier one no longer "
+        "does). It is shown this once:",
+        token=link,
+    )
 
 
 @router.get("/audit", response_class=HTMLResponse)

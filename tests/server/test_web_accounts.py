@@ -55,6 +55,8 @@ async def test_every_post_route_checks_csrf(browser: httpx.AsyncClient) -> None:
         "/admin/problems/vectoradd",
         "/admin/submissions/1",
         "/admin/users/1",
+        "/admin/users/1/reset-link",
+        "/reset/some-key",
     ):
         response = await browser.post(path, data={"csrf_token": "wrong"}, headers=HTML)
         assert response.status_code == 403, path
@@ -269,7 +271,8 @@ async def test_cli_makes_an_admin_who_can_log_in(browser: httpx.AsyncClient) -> 
 
     changed = runner.invoke(app, ["user", "password", "first-admin"], input="second-pass-2\n")
     assert changed.exit_code == 0, changed.output
-    await post_form(browser, "/logout", {}, from_page="/")
+    # A new password signs the user out of every browser.
+    assert not await signed_in(browser)
     assert (await log_in(browser, "first-admin", "first-pass-1")).status_code == 401
     assert (await log_in(browser, "first-admin", "second-pass-2")).status_code == 303
 
