@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import httpx
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.site import (
     ADMIN_NAME,
@@ -77,3 +77,30 @@ def test_destructive_actions_ask_first(page: Page, site: Site) -> None:
     page.get_by_role("button", name="Ban dee").click()
     expect(page.get_by_role("button", name="Unban dee")).to_be_visible()
     assert any(asked.startswith("Ban dee?") for asked in page.confirmations), page.confirmations
+
+
+def test_a_forgotten_password_is_reset_through_an_organizers_link(
+    page: Page, site: Site, browser: Browser
+) -> None:
+    """The organizer makes a link on the admin page (it asks first, and shows it once); the
+    user opens it in a browser of their own, sets a new password and logs in with it; the
+    link then says it was used."""
+    add_user_with_password(site.env, "fay", "fay-old-password", admin=False)
+    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    page.goto(site.url("/admin/users"))
+    page.get_by_role("button", name="Password link for fay").click()
+    assert any(asked.startswith("Make a one-time link") for asked in page.confirmations)
+    link = page.locator("#reset-link").inner_text()
+    assert link.startswith(site.url("/reset/")), link
+
+    own = browser.new_context().new_page()
+    own.goto(link)
+    expect(own.get_by_role("heading", level=1)).to_have_text("Set a new password")
+    own.get_by_label("New password", exact=True).fill("fay-new-password")
+    own.get_by_label("New password again").fill("fay-new-password")
+    own.get_by_role("button", name="Set the password").click()
+    expect(own.locator(".alert.success")).to_contain_text("Your new password is set")
+    log_in(own, site, "fay", "fay-new-password")
+    own.goto(link)
+    expect(own.locator(".alert.error")).to_contain_text("ask an organizer for a new one")
+    own.context.close()
