@@ -96,6 +96,8 @@ class User(Base):
     name: Mapped[str] = mapped_column(NulFreeString(64), unique=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
     password_hash: Mapped[str | None] = mapped_column(NulFreeString(255), default=None)
+    # Where a password-reset link is mailed when the site can send mail; the user's own.
+    email: Mapped[str | None] = mapped_column(NulFreeString(254), default=None)
     is_banned: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

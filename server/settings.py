@@ -6,7 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 EMBEDDED = "embedded"
@@ -60,6 +60,17 @@ class Settings(BaseSettings):
     )
     signup_open: bool = Field(default=True, description="anyone may sign up on the web pages")
     https: bool = Field(default=False, description="pages are served over HTTPS: Secure cookies")
+    # Password resets by email (server/users/mail.py): off while smtp_host is empty, and
+    # organizers' one-time links remain the way.
+    smtp_host: str = Field(default="", description="SMTP server for password-reset mail")
+    smtp_port: int = Field(default=587, ge=1, le=65535)
+    smtp_username: str = ""
+    smtp_password: SecretStr = SecretStr("")
+    smtp_starttls: bool = Field(default=True, description="STARTTLS before logging in")
+    smtp_from: str = Field(default="", description="the mail's sender address")
+    # The site's address as users reach it, for links sent by mail; default: the address
+    # the request came to.
+    public_url: str = ""
     # Failed log-ins counted per user name from one client address, and per address, over a
     # sliding window: the guesser waits, the owner logging in from elsewhere does not.
     login_window_s: int = 900

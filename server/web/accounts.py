@@ -17,7 +17,7 @@ from server.errors import (
     TooManyRequests,
 )
 from server.submissions import service as submissions
-from server.users import resets
+from server.users import mail, resets
 from server.users import service as users
 from server.web.page import Page, PageDep, SignedInPage
 from server.web.sessions import PostedForm, sign_in, sign_out
@@ -71,7 +71,38 @@ def login_form(
     done: str | None = Query(default=None, max_length=16),
 ) -> HTMLResponse:
     message = "Your new password is set; log in with it." if done == "reset" else ""
-    return page.render("login.html", values={}, errors={}, next=safe_next(next), message=message)
+    return page.render(
+        "login.html",
+        values={},
+        errors={},
+        next=safe_next(next),
+        message=message,
+        mail_enabled=mail.enabled(page.settings),
+    )
+
+
+@router.get("/forgot", response_class=HTMLResponse)
+def forgot_form(page: PageDep) -> HTMLResponse:
+    return page.render("forgot.html", sent=False, mail_enabled=mail.enabled(page.settings))
+
+
+@router.post("/forgot", response_class=HTMLResponse)
+def forgot(request: Request, page: PageDep, form: PostedForm) -> HTMLResponse:
+    """The same answer whatever the name: it tells no one which accounts exist."""
+    if not mail.enabled(page.settings):
+        return page.render("forgot.html", status_code=404, sent=False, mail_enabled=False)
+    name = str(form.get("name") or "")[:64]
+    mail.send_link(page.session, page.settings, name, str(request.base_url))
+    return page.render("forgot.html", sent=True, mail_enabled=True)
+
+
+@router.post("/account/email")
+def save_email(page: SignedInPage, form: PostedForm) -> RedirectResponse:
+    assert page.viewer is not None
+    address = mail.checked_address(str(form.get("email") or ""))
+    page.viewer.email = address
+    said = f"Password-reset mail goes to {address}." if address else "No email address kept."
+    return page.redirect(f"/users/{quote(page.viewer.name)}#email", said)
 
 
 @router.get("/reset/{key}", response_class=HTMLResponse)
@@ -161,6 +192,7 @@ def render_user(page: Page, name: str) -> HTMLResponse:
         own=own,
         submissions=submissions.list_for_user(page.session, user, page.viewer),
         tokens=users.list_tokens(page.session, user) if own else [],
+        mail_enabled=mail.enabled(page.settings),
     )
 
 

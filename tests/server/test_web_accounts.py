@@ -57,6 +57,8 @@ async def test_every_post_route_checks_csrf(browser: httpx.AsyncClient) -> None:
         "/admin/users/1",
         "/admin/users/1/reset-link",
         "/reset/some-key",
+        "/forgot",
+        "/account/email",
     ):
         response = await browser.post(path, data={"csrf_token": "wrong"}, headers=HTML)
         assert response.status_code == 403, path

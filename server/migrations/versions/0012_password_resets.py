@@ -1,5 +1,5 @@
-"""password resets: one-time links organizers make to set a user's password
-(`password_resets`, only each key's SHA-256)
+"""password resets: one-time links that set a user's password (`password_resets`, only
+each key's SHA-256), made by organizers or mailed to the address a user gave (`users.email`)
 
 Revision ID: 0012
 Revises: 0011
@@ -45,8 +45,12 @@ def upgrade() -> None:
     op.create_index(
         op.f("ix_password_resets_user_id"), "password_resets", ["user_id"], unique=False
     )
+    with op.batch_alter_table("users") as users:
+        users.add_column(sa.Column("email", sa.String(254), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("users") as users:
+        users.drop_column("email")
     op.drop_index(op.f("ix_password_resets_user_id"), table_name="password_resets")
     op.drop_table("password_resets")
