@@ -165,6 +165,16 @@ def send_now(ids: Sequence[int]) -> None:
         return
     try:
         with session_scope() as session:
+            # Queues first, then rows, as every dispatcher takes them: the other order
+            # deadlocks against a dispatch pass that updates one of these rows.
+            lock_queues(
+                session,
+                session.scalars(
+                    select(OutboxMessage.queue)
+                    .where(OutboxMessage.id.in_(ids), OutboxMessage.job == Job.GRADE)
+                    .distinct()
+                ).all(),
+            )
             query = select(OutboxMessage).where(
                 OutboxMessage.id.in_(ids),
                 OutboxMessage.sent_at.is_(None),
@@ -178,6 +188,12 @@ def send_now(ids: Sequence[int]) -> None:
     except Exception:
         _broker_away_until = time.monotonic() + BROKER_AWAY_S
         log.warning("jobs %s not sent now; the sweeper will send them", list(ids), exc_info=True)
+
+
+def lock_queues(session: Session, queues: Sequence[str]) -> None:
+    """Hold these queues' dispatch locks until the transaction ends, in one order for all."""
+    for name in sorted(set(queues)):
+        dispatch.lock_queue(session, name)
 
 
 def dispatch_queue(session: Session, queue: str, settings: Settings) -> int:
@@ -241,7 +257,17 @@ def sweep(session: Session, settings: Settings) -> int:
     """One pass: send what never left; send again what the broker no longer holds. Returns
     how many jobs were sent."""
     now = utcnow()
-    # The rows stay locked until the caller commits the pass, sends included.
+    # The queues first (as every dispatcher takes them, so no pass waits on another's rows
+    # while holding a queue that pass waits for), then the rows, which stay locked until the
+    # caller commits the pass, sends included.
+    lock_queues(
+        session,
+        session.scalars(
+            select(OutboxMessage.queue)
+            .where(OutboxMessage.job == Job.GRADE, OutboxMessage.done_at.is_(None))
+            .distinct()
+        ).all(),
+    )
     query = (
         select(OutboxMessage)
         .where(OutboxMessage.done_at.is_(None))

@@ -103,7 +103,7 @@ def test_redis_restarted_with_its_append_only_file_keeps_its_jobs(tmp_path: Path
     ):
         outcome = run_scenario(
             install,
-            submissions=10,
+            submissions=15,
             pace_s=0.2,
             faults=("redis",),
             outage_s=5.0,
