@@ -8,9 +8,10 @@ submissions it sent) and everyone else's requests keep their threads."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+
+from server.users.service import hash_token
 
 
 class Turns:
@@ -45,4 +46,4 @@ def token_key(authorization: str | None) -> str | None:
     None for a request without one (it is refused before it reaches the database)."""
     if not authorization:
         return None
-    return hashlib.sha256(authorization.encode("utf-8", "surrogatepass")).hexdigest()
+    return hash_token(authorization)
