@@ -37,6 +37,10 @@
 #                                         #    the harness's clock (bench/crosscheck_probe.py),
 #                                         #    Nsight Compute in the sandbox (bench/ncu_probe.py),
 #                                         #    (NCU=1) our medians against ncu
+#   bash bench/h200_session.sh ncuspeed   # one stream: Nsight Compute in the sandbox
+#                                         #    (bench/ncu_probe.py), then the speed stream
+#   bash bench/h200_session.sh compare    # one stream: our medians against ncu, the corpus's
+#                                         #    CUDA cases and the GPU's state around them
 #   bash bench/h200_session.sh ranked     # A: a persisting-L2 window against the flush
 #                                         #    (bench/l2_persisting.py: honest medians with
 #                                         #    the reset off and on too), the corpus's CUDA
@@ -272,6 +276,17 @@ probe_stream() {  # the harness's clock beside the medians, Nsight Compute in th
   fi
 }
 
+ncu_and_speed() {
+  step 120 "Nsight Compute outside and inside the sandbox" python3 bench/ncu_probe.py \
+    --out "$out/ncu_probe.json"
+  speed_stream
+}
+
+compare_stream() {
+  step 240 "our medians against ncu" python3 bench/validate_timing.py compare "$out"
+  NCU= cases_stream
+}
+
 speed_and_cases() {
   speed_stream
   cases_stream
@@ -296,5 +311,7 @@ case "$what" in
   cases) one_stream cases_stream ;;
   speedcases) one_stream speed_and_cases ;;
   probe) one_stream probe_stream ;;
+  ncuspeed) one_stream ncu_and_speed ;;
+  compare) one_stream compare_stream ;;
   *) echo "unknown: $what"; exit 2 ;;
 esac
