@@ -7,19 +7,22 @@ other outcome.
 
     python bench/gpumode_sweep.py CHECKOUT [--device cpu|cuda] [--timeout S] [--json PATH]
                                   [--resume] [--only PATTERN ...] [--commit SHA]
-                                  [--memory-gib N]
+                                  [--memory-gib N] [--jobs N]
 
 CHECKOUT is the checkout (or its `problems/` folder). Each problem is validated in a
 process of its own, stopped after `--timeout` seconds; `--memory-gib` caps that process's
 heap (the reference's inputs are made there, and GPU-sized ones can fill a CPU host's
 memory). `--json` is rewritten after each problem, and `--resume` sweeps only the problems
-it does not hold yet. Needs only torch, pyyaml and this repository's `grader/` and
+it does not hold yet. `--jobs N` validates N problems at once (a GPU host's cores and
+memory allow it; their timings then share the device, which the verdicts do not rest on).
+Needs only torch, pyyaml and this repository's `grader/` and
 `sandbox/`; the sandbox's bubblewrap is found on PATH or at $KJ_BWRAP.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import contextlib
 import fnmatch
 import json
@@ -231,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=[], help="problems matching these globs")
     parser.add_argument("--commit", default="", help="the checkout's commit, for the record")
     parser.add_argument("--memory-gib", type=float, help="heap limit of each problem's process")
+    parser.add_argument("--jobs", type=int, default=1, help="problems validated at once")
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--label", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -244,17 +248,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--resume needs --json")
     rows = load_rows(args.json, args.device) if args.resume else []
     done = {row.problem for row in rows}
+    todo = []
     for folder in problem_folders(args.checkout):
         label = problem_label(folder, args.checkout)
         if args.only and not any(fnmatch.fnmatch(label, pattern) for pattern in args.only):
             continue
-        if label in done:
-            continue
-        row = run_one(folder, label, args.device, args.timeout, args.memory_gib)
-        print(f"{label}: {row.outcome} ({row.wall_s:.0f} s)", file=sys.stderr, flush=True)
-        rows.append(row)
-        if args.json is not None:
-            save_rows(args.json, args.commit, args.device, rows)
+        if label not in done:
+            todo.append((folder, label))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        running = [
+            pool.submit(run_one, folder, label, args.device, args.timeout, args.memory_gib)
+            for folder, label in todo
+        ]
+        for future in concurrent.futures.as_completed(running):
+            row = future.result()
+            print(f"{row.problem}: {row.outcome} ({row.wall_s:.0f} s)", file=sys.stderr, flush=True)
+            rows.append(row)
+            if args.json is not None:
+                save_rows(args.json, args.commit, args.device, rows)
     rows.sort(key=lambda row: row.problem)
     at = f" at {args.commit}" if args.commit else ""
     print(f"reference-kernels{at}, validated on {args.device} ({platform.node()})\n")

@@ -41,6 +41,11 @@
 #                                         #    (bench/ncu_probe.py), then the speed stream
 #   bash bench/h200_session.sh compare    # one stream: our medians against ncu, the corpus's
 #                                         #    CUDA cases and the GPU's state around them
+#   bash bench/h200_session.sh gpumode    # one stream: Helion and CuTe DSL present?, the built-in
+#                                         #    Helion solution, GPU MODE's reference-kernels
+#                                         #    (.ext/reference-kernels) swept on CUDA
+#                                         #    (bench/gpumode_sweep.py), Nsight Compute in
+#                                         #    the sandbox (bench/ncu_probe.py)
 #   bash bench/h200_session.sh ranked     # A: a persisting-L2 window against the flush
 #                                         #    (bench/l2_persisting.py: honest medians with
 #                                         #    the reset off and on too), the corpus's CUDA
@@ -55,6 +60,10 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   --target /tmp/site .whl/*.whl || exit 1
 mkdir -p /tmp/bwrap && dpkg -x .whl/bubblewrap_*.deb /tmp/bwrap || exit 1
 export KJ_BWRAP=/tmp/bwrap/usr/bin/bwrap PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+# A container's cgroup v2 with no controllers delegated: the sandbox's cgroups go under /kj.
+if [ -z "${KJ_SANDBOX_CGROUP:-}" ] && [ -w /sys/fs/cgroup ]; then
+  mkdir -p /sys/fs/cgroup/kj && export KJ_SANDBOX_CGROUP=/kj
+fi
 export CUDA_DEVICE_ORDER=PCI_BUS_ID TORCH_EXTENSIONS_DIR=/tmp/kj-bench-extensions
 gpus=$(nvidia-smi --query-gpu=index --format=csv,noheader | wc -l)
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm,memory.used \
@@ -282,6 +291,19 @@ ncu_and_speed() {
   speed_stream
 }
 
+gpumode_stream() {
+  step 60 "kernel languages on this worker" python3 -c "
+import importlib.util as u
+for name in ('helion', 'cutlass'): print(name, 'present' if u.find_spec(name) else 'absent')"
+  step 120 "the built-in Helion solution in the sandbox, test mode on CUDA" python3 -m pytest \
+    -q -p no:cacheprovider -rs tests/grader/test_builtin_problems.py -k helion
+  step 330 "GPU MODE's reference-kernels swept on CUDA, four problems at once" \
+    python3 bench/gpumode_sweep.py .ext/reference-kernels --device cuda --jobs 4 \
+    --timeout 240 --commit "${RK_COMMIT:-f83cb92}" --json "$out/sweep_cuda.json"
+  step 90 "Nsight Compute outside and inside the sandbox" python3 bench/ncu_probe.py \
+    --out "$out/ncu_probe.json"
+}
+
 compare_stream() {
   step 240 "our medians against ncu" python3 bench/validate_timing.py compare "$out"
   NCU= cases_stream
@@ -313,5 +335,6 @@ case "$what" in
   probe) one_stream probe_stream ;;
   ncuspeed) one_stream ncu_and_speed ;;
   compare) one_stream compare_stream ;;
+  gpumode) one_stream gpumode_stream ;;
   *) echo "unknown: $what"; exit 2 ;;
 esac

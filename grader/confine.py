@@ -5,6 +5,7 @@ the problem's files other than the reference); it writes only to private tmpfs f
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import tempfile
@@ -23,15 +24,29 @@ DEFAULT_MEMORY_BYTES = 8 << 30
 
 
 RUNNER_MODULES = ("torch", "triton", "yaml", "numpy")
+# Kernel languages a GPU worker offers when their packages are installed (the package's
+# `helion` and `cute` extras): found without importing them.
+LANGUAGE_MODULES = ("helion", "cutlass")
 
 
 def _site_dirs() -> list[str]:
-    """The folders the modules a runner needs were imported from (their site-packages)."""
+    """The folders the modules a runner needs were imported from (their site-packages),
+    and those of the kernel languages installed here."""
     found = []
     for module_name in RUNNER_MODULES:
         origin = getattr(sys.modules.get(module_name), "__file__", None)
         if origin:
             found.append(str(Path(origin).resolve().parent.parent))
+    for module_name in LANGUAGE_MODULES:
+        try:
+            spec = importlib.util.find_spec(module_name)
+        except (ImportError, ValueError):
+            continue
+        places = list(spec.submodule_search_locations or []) if spec else []
+        if spec is not None and spec.origin and spec.origin != "namespace":
+            places.insert(0, str(Path(spec.origin).parent))
+        if places:
+            found.append(str(Path(places[0]).resolve().parent))
     return list(dict.fromkeys(found))
 
 
@@ -88,6 +103,11 @@ def runner_env(work: Path, lib: Path, kind: str, isolated: bool) -> dict[str, st
         "PYTHONUNBUFFERED": "1",
         "TRITON_CACHE_DIR": f"{home}/.triton/cache",
         "TORCH_EXTENSIONS_DIR": f"{home}/.cache/torch_extensions",
+        # Helion's configs and Triton code, Inductor's and CuTe DSL's caches: all in the
+        # sandbox's own home, never shared with another submission.
+        "HELION_CACHE_DIR": f"{home}/.cache/helion",
+        "TORCHINDUCTOR_CACHE_DIR": f"{home}/.cache/torchinductor",
+        "CUTE_DSL_CACHE_DIR": f"{home}/.cache/cute_dsl",
         "GLIBC_TUNABLES": MALLOC_TUNABLES,
     }
     if "CUDA_HOME" in os.environ:

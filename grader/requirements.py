@@ -169,6 +169,49 @@ def shortfall(requirements: Requirements, info: DeviceInfo) -> Shortfall | None:
     return None
 
 
+# -- languages a GPU worker may add --------------------------------------------------------
+
+# The kernel languages beyond PyTorch, Triton and CUDA C++ that a GPU worker offers when the
+# package's extra is installed there: import name -> (language, extra).
+GPU_LANGUAGES = {
+    "helion": ("Helion", "kerneljudge[helion]"),
+    "cutlass": ("CuTe DSL", "kerneljudge[cute]"),
+}
+
+
+def imported_modules(code: str) -> set[str]:
+    """The top-level modules `code` imports anywhere (empty when it does not parse)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return set()
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.partition(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.partition(".")[0])
+    return found
+
+
+def language_shortfall(code: str, info: DeviceInfo) -> str:
+    """'' unless `code` is written in a GPU language (Helion, CuTe DSL) that this worker
+    cannot run: on the CPU, or without the package. Then why, in a sentence."""
+    for module in sorted(imported_modules(code) & set(GPU_LANGUAGES)):
+        language, extra = GPU_LANGUAGES[module]
+        if info.kind != "cuda":
+            return (
+                f"written in {language}, which runs on GPU workers; this worker grades on the CPU"
+            )
+        if not missing_packages(Requirements(packages=(module,))):
+            continue
+        return (
+            f"written in {language} (it imports {module}), which this worker does not have: "
+            f"install {extra} on GPU workers to grade it"
+        )
+    return ""
+
+
 # -- a problem's own evaluator ---------------------------------------------------------------
 
 

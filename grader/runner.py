@@ -138,7 +138,20 @@ def plain_reason(exc: BaseException, device: str) -> str:
             return f"the problem's {package}.py is not given to submissions ({_own_place(exc)})"
         with contextlib.suppress(ImportError, ValueError):
             if importlib.util.find_spec(package) is None:
+                from grader.requirements import GPU_LANGUAGES
+
                 where = _own_place(exc)
+                if package in GPU_LANGUAGES:
+                    language, extra = GPU_LANGUAGES[package]
+                    if device == "cpu":
+                        return (
+                            f"{NEEDS_GPU}: it is written in {language} ({where}), which runs "
+                            "on GPU workers, and this worker grades on the CPU"
+                        )
+                    return (
+                        f"it is written in {language} ({where}), which this worker does not "
+                        f"have: its operators install {extra} on GPU workers"
+                    )
                 return f"the package {package!r} is not installed on this worker ({where})"
     if device == "cpu" and _uses_cuda(exc):
         last = traceback.format_exception_only(exc)[-1].strip()

@@ -27,7 +27,7 @@ from grader.harness import Standby, grade
 from grader.inputs import clone_data, devices_of, iter_tensors, seeded_case
 from grader.problem import Problem
 from grader.report import tail
-from grader.requirements import shortfall
+from grader.requirements import language_shortfall, shortfall
 from grader.runner import NEEDS_GPU
 
 # Seconds of timing per benchmark case when the reference is graded in benchmark mode: the
@@ -184,6 +184,8 @@ def validate(
             report.checks.append(skipped)
         elif info.kind == "cpu" and needs_cuda(path, code):
             reason = "needs CUDA; this worker grades on the CPU"
+            report.checks.append(Check(path, "solution", expected, "skipped", message=reason))
+        elif reason := language_shortfall(code, info):
             report.checks.append(Check(path, "solution", expected, "skipped", message=reason))
         else:
             step(path)
