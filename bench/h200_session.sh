@@ -297,9 +297,11 @@ import importlib.util as u
 for name in ('helion', 'cutlass'): print(name, 'present' if u.find_spec(name) else 'absent')"
   step 120 "the built-in Helion solution in the sandbox, test mode on CUDA" python3 -m pytest \
     -q -p no:cacheprovider -rs tests/grader/test_builtin_problems.py -k helion
-  step 330 "GPU MODE's reference-kernels swept on CUDA, four problems at once" \
-    python3 bench/gpumode_sweep.py .ext/reference-kernels --device cuda --jobs 4 \
-    --timeout 240 --commit "${RK_COMMIT:-f83cb92}" --json "$out/sweep_cuda.json"
+  # SWEEP_FROM: an earlier run's JSON (carried in .ext/): only the problems it lacks are swept
+  local resume=(); if [ -n "${SWEEP_FROM:-}" ]; then cp "$SWEEP_FROM" "$out/sweep_cuda.json"; resume=(--resume); fi
+  step "${SWEEP_S:-330}" "GPU MODE's reference-kernels swept on CUDA, ${JOBS:-4} problems at once" \
+    python3 bench/gpumode_sweep.py .ext/reference-kernels --device cuda --jobs "${JOBS:-4}" \
+    --timeout 240 --commit "${RK_COMMIT:-f83cb92}" --json "$out/sweep_cuda.json" "${resume[@]}"
   step 90 "Nsight Compute outside and inside the sandbox" python3 bench/ncu_probe.py \
     --out "$out/ncu_probe.json"
 }

@@ -107,7 +107,10 @@ def inside(ncu: str, root: Path, seccomp: bool) -> dict[str, Any]:
     (work / "target.py").write_text(TARGET)
     ncu_root = str(Path(os.path.realpath(ncu)).parent.parent)
     os.environ["KJ_SANDBOX_RO_PATHS"] = ":".join(
-        [p for p in os.environ.get("KJ_SANDBOX_RO_PATHS", "").split(":") if p] + [ncu_root]
+        [p for p in os.environ.get("KJ_SANDBOX_RO_PATHS", "").split(":") if p]
+        + [ncu_root]
+        # ncu's launcher finds the Nsight Compute install under /opt/nvidia
+        + [p for p in ("/opt/nvidia",) if os.path.isdir(p)]
     )
     isolation = dataclasses.replace(runner_isolation(work, "cuda"), seccomp=seccomp)
     env = runner_env(work, work, "cuda", isolated=True)
