@@ -295,7 +295,7 @@ gpumode_stream() {
   step 60 "kernel languages on this worker" python3 -c "
 import importlib.util as u
 for name in ('helion', 'cutlass'): print(name, 'present' if u.find_spec(name) else 'absent')"
-  step 120 "the built-in Helion solution in the sandbox, test mode on CUDA" python3 -m pytest \
+  [ -z "${SKIP_HELION:-}" ] && step 120 "the built-in Helion solution in the sandbox, test mode on CUDA" python3 -m pytest \
     -q -p no:cacheprovider -rs tests/grader/test_builtin_problems.py -k helion
   # SWEEP_FROM: an earlier run's JSON (carried in .ext/): only the problems it lacks are swept
   local resume=(); if [ -n "${SWEEP_FROM:-}" ]; then cp "$SWEEP_FROM" "$out/sweep_cuda.json"; resume=(--resume); fi

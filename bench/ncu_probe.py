@@ -57,6 +57,9 @@ def find_ncu() -> str | None:
     return None
 
 
+CSV_MARK = "--- kj-ncu-csv ---"
+
+
 def ncu_argv(ncu: str, report: str) -> list[str]:
     return [
         ncu,
@@ -115,9 +118,21 @@ def inside(ncu: str, root: Path, seccomp: bool) -> dict[str, Any]:
     isolation = dataclasses.replace(runner_isolation(work, "cuda"), seccomp=seccomp)
     env = runner_env(work, work, "cuda", isolated=True)
     env["PATH"] = os.pathsep.join([str(Path(ncu).parent), env["PATH"]])
+    # The run folder is read-only inside: ncu writes its report to the sandbox's private
+    # /tmp, and reads it back there (a profile mode would hand the file out the same way).
+    record = ncu_argv(ncu, "/tmp/inside")
+    show = [ncu, "--import", "/tmp/inside.ncu-rep", "--csv", "--page", "raw"]
+    show += ["--metrics", METRICS]
+    (work / "driver.py").write_text(
+        "import subprocess, sys\n"
+        f"done = subprocess.run({record!r} + [sys.executable, {RUN_DIR + '/target.py'!r}])\n"
+        f"print('{CSV_MARK}', flush=True)\n"
+        f"subprocess.run({show!r})\n"
+        "sys.exit(done.returncode)\n"
+    )
     started = time.monotonic()
     done = sandbox.run(
-        [*ncu_argv(ncu, f"{RUN_DIR}/inside"), sys.executable, f"{RUN_DIR}/target.py"],
+        [sys.executable, f"{RUN_DIR}/driver.py"],
         cwd=work,
         env=env,
         timeout_s=300,
@@ -130,9 +145,11 @@ def inside(ncu: str, root: Path, seccomp: bool) -> dict[str, Any]:
         "stderr": done.stderr[-1500:],
         "ncu_root": ncu_root,
     }
-    report = work / "inside.ncu-rep"
-    if report.exists():
-        result["report"] = read_report(ncu, str(report))
+    _, marked, csv = done.stdout.partition(CSV_MARK)
+    if marked:
+        lines = [line for line in csv.splitlines() if line.strip()]
+        result["stdout"] = done.stdout.partition(CSV_MARK)[0][-1500:]
+        result["report"] = {"csv_head": lines[:6], "rows": max(0, len(lines) - 2)}
     return result
 
 

@@ -41,4 +41,7 @@ def test_a_builtin_problem_validates_clean_on_the_cpu() -> None:
     # Never faked: a CUDA solution on a CPU worker is reported as skipped.
     assert checks["solutions/cuda_inline.py"]["outcome"] == "skipped"
     assert "needs CUDA" in checks["solutions/cuda_inline.py"]["message"]
-    assert "(1 skipped)" in report["message"]
+    # Nor is a Helion one: it runs on GPU workers that have the package's helion extra.
+    assert checks["solutions/helion.py"]["outcome"] == "skipped"
+    assert "runs on GPU workers" in checks["solutions/helion.py"]["message"]
+    assert "(2 skipped)" in report["message"]
