@@ -1,11 +1,12 @@
 """GPU MODE's own eval.py and KernelJudge's grader on the same problem and submission, one
 after the other on this GPU: each one's wall time for a leaderboard-mode run, the GPU's
 busy fraction meanwhile (nvidia-smi), and the per-case times each reports (their mean,
-our median). The problem is a folder of GPU MODE's reference-kernels as published, brought
-in as bench/outside/README.md says (never committed); eval.py and utils.py sit beside it.
+our median); with `--mode test`, each one's verdict on the problem's test cases. The
+problem is a folder of GPU MODE's reference-kernels as published, brought in as
+bench/outside/README.md says (never committed); eval.py and utils.py sit beside it.
 
     python bench/gpumode_side_by_side.py .ext/gpumode/pmpp_v2/vectoradd_py \
-        problems/vectoradd/solutions/pytorch.py [--out side_by_side.json]
+        problems/vectoradd/solutions/pytorch.py [--mode leaderboard|test] [--out PATH]
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def case_lines(cases: list[dict[str, Any]]) -> str:
     return "".join("; ".join(f"{k}: {v}" for k, v in case.items()) + "\n" for case in cases)
 
 
-def their_run(problem: Path, submission: Path, gpu: Utilisation) -> dict[str, Any]:
+def their_run(problem: Path, submission: Path, gpu: Utilisation, mode: str) -> dict[str, Any]:
     """eval.py as GPU MODE's runner uses it: the problem's files in one folder, the cases in
     a file, results on the file descriptor POPCORN_FD names."""
     spec = yaml.safe_load((problem / "task.yml").read_text())
@@ -45,12 +46,13 @@ def their_run(problem: Path, submission: Path, gpu: Utilisation) -> dict[str, An
             source = entry["source"]
             origin = submission if source == "@SUBMISSION@" else problem / source
             shutil.copy(origin, work / entry["name"])
-        (work / "benchmarks.txt").write_text(case_lines(spec["benchmarks"]))
+        cases = spec["tests" if mode == "test" else "benchmarks"]
+        (work / "cases.txt").write_text(case_lines(cases))
         results = work / "results.txt"
         with results.open("w") as sink:
             started = time.monotonic()
             finished = subprocess.run(
-                [sys.executable, "eval.py", "leaderboard", "benchmarks.txt"],
+                [sys.executable, "eval.py", mode, "cases.txt"],
                 cwd=work,
                 env={**os.environ, "POPCORN_FD": str(sink.fileno())},
                 pass_fds=(sink.fileno(),),
@@ -70,6 +72,7 @@ def their_run(problem: Path, submission: Path, gpu: Utilisation) -> dict[str, An
     return {
         "exit": finished.returncode,
         "check": logged.get("check"),
+        "failures": {k: v for k, v in logged.items() if k.endswith(".error")},
         "wall_s": wall,
         "gpu_busy_percent": gpu.mean_between(started, started + wall),
         "mean_us": means,
@@ -77,13 +80,13 @@ def their_run(problem: Path, submission: Path, gpu: Utilisation) -> dict[str, An
     }
 
 
-def our_run(problem: Path, submission: Path, gpu: Utilisation) -> dict[str, Any]:
+def our_run(problem: Path, submission: Path, gpu: Utilisation, mode: str) -> dict[str, Any]:
     """`kerneljudge grade` on the same folder: a fresh process, a sandboxed runner, as a
     competitor grades locally (a worker keeps its runner started ahead, which this is not)."""
     started = time.monotonic()
     finished = subprocess.run(
         [sys.executable, "-m", "server.cli", "grade", str(problem), str(submission),
-         "--mode", "leaderboard", "--device", "cuda", "--json"],
+         "--mode", mode, "--device", "cuda", "--json"],
         cwd=REPO, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     wall = time.monotonic() - started
@@ -91,6 +94,7 @@ def our_run(problem: Path, submission: Path, gpu: Utilisation) -> dict[str, Any]
     return {
         "exit": finished.returncode,
         "status": report["status"],
+        "message": report.get("message", "")[:1500],
         "wall_s": wall,
         "grading_wall_s": report["wall_s"],
         "gpu_busy_percent": gpu.mean_between(started, started + wall),
@@ -109,13 +113,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("problem", type=Path)
     parser.add_argument("submission", type=Path)
+    parser.add_argument("--mode", choices=("leaderboard", "test"), default="leaderboard")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     gpu = Utilisation()
     try:
         result = {
-            "gpumode_eval": their_run(args.problem, args.submission, gpu),
-            "kerneljudge_grade": our_run(args.problem, args.submission, gpu),
+            "gpumode_eval": their_run(args.problem, args.submission, gpu, args.mode),
+            "kerneljudge_grade": our_run(args.problem, args.submission, gpu, args.mode),
         }
     finally:
         gpu.stop()

@@ -7,7 +7,7 @@ other outcome.
 
     python bench/gpumode_sweep.py CHECKOUT [--device cpu|cuda] [--timeout S] [--json PATH]
                                   [--resume] [--only PATTERN ...] [--commit SHA]
-                                  [--memory-gib N] [--jobs N]
+                                  [--memory-gib N] [--jobs N] [--requires YAML]
 
 CHECKOUT is the checkout (or its `problems/` folder). Each problem is validated in a
 process of its own, stopped after `--timeout` seconds; `--memory-gib` caps that process's
@@ -15,6 +15,9 @@ heap (the reference's inputs are made there, and GPU-sized ones can fill a CPU h
 memory). `--json` is rewritten after each problem, and `--resume` sweeps only the problems
 it does not hold yet. `--jobs N` validates N problems at once (a GPU host's cores and
 memory allow it; their timings then share the device, which the verdicts do not rest on).
+`--requires` names a YAML file mapping problem globs to what an organizer would declare in
+task.yml's `requires` (bench/gpumode_requires.yml: the device a problem runs on alone);
+it is added to the matching problems' task.yml as loaded, and the row says so.
 Needs only torch, pyyaml and this repository's `grader/` and
 `sandbox/`; the sandbox's bubblewrap is found on PATH or at $KJ_BWRAP.
 """
@@ -33,8 +36,11 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = "submission.py"
@@ -63,6 +69,7 @@ class Row:
     reference: list[Verdict] = field(default_factory=list)  # the reference's own checks
     solutions: list[Verdict] = field(default_factory=list)
     wall_s: float = 0.0
+    declared: dict[str, Any] = field(default_factory=dict)  # `requires` added by --requires
 
 
 def problem_folders(checkout: Path) -> list[Path]:
@@ -87,8 +94,27 @@ def last_step(err: str) -> str:
     return steps[-1] if steps else ""
 
 
-def validate_one(folder: Path, label: str, device: str, memory_gib: float | None) -> Row:
-    """Load the folder as an upload does, then validate it with its example solutions."""
+def declared_requires(path: Path | None, label: str) -> dict[str, Any]:
+    """The `requires` that --requires's file declares for this problem (the first glob that
+    matches), or none."""
+    if path is None:
+        return {}
+    declared = yaml.safe_load(path.read_text()) or {}
+    for pattern, requires in declared.items():
+        if fnmatch.fnmatch(label, pattern):
+            return dict(requires)
+    return {}
+
+
+def validate_one(
+    folder: Path,
+    label: str,
+    device: str,
+    memory_gib: float | None,
+    requires: dict[str, Any] | None = None,
+) -> Row:
+    """Load the folder as an upload does (with `requires` added to its task.yml), then
+    validate it with its example solutions."""
     if memory_gib:
         limit = int(memory_gib * (1 << 30))
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
@@ -102,11 +128,13 @@ def validate_one(folder: Path, label: str, device: str, memory_gib: float | None
     except ProblemError as exc:
         reason = str(exc).replace(f"{folder}/", "")
         return Row(label, device, "refused", reason, wall_s=time.monotonic() - started)
+    if requires:
+        problem = replace(problem, spec={**problem.spec, "requires": requires})
     solutions = example_solutions(folder)
     if not solutions and problem.submission_template:
         solutions = {TEMPLATE: problem.submission_template}
     report = validate(problem, solutions, device=device, on_step=announce)
-    row = Row(label, device, "", wall_s=time.monotonic() - started)
+    row = Row(label, device, "", wall_s=time.monotonic() - started, declared=requires or {})
     for check in report.checks:
         verdict = Verdict(check.name, check.expected, check.outcome, check.status, check.message)
         (row.reference if check.kind == "reference" else row.solutions).append(verdict)
@@ -127,7 +155,12 @@ def validate_one(folder: Path, label: str, device: str, memory_gib: float | None
 
 
 def run_one(
-    folder: Path, label: str, device: str, timeout_s: float, memory_gib: float | None
+    folder: Path,
+    label: str,
+    device: str,
+    timeout_s: float,
+    memory_gib: float | None,
+    requires: dict[str, Any] | None = None,
 ) -> Row:
     """Validate one problem in a child process (its own session, so that stopping it stops
     whatever it started)."""
@@ -135,6 +168,8 @@ def run_one(
     command += ["--label", label, "--device", device]
     if memory_gib:
         command += ["--memory-gib", str(memory_gib)]
+    if requires:
+        command += ["--requires-json", json.dumps(requires)]
     started = time.monotonic()
     child = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
@@ -197,6 +232,8 @@ def table(rows: list[Row]) -> str:
     for row in rows:
         solutions = "; ".join(shown_solution(v) for v in row.solutions) or "-"
         reason = one_line(row.reason).replace("|", "\\|") or "-"
+        if row.declared:
+            reason += f" (requires declared: {json.dumps(row.declared, separators=(',', ':'))})"
         lines.append(f"| `{row.problem}` | {row.device} | {row.outcome} | {solutions} | {reason} |")
     return "\n".join(lines)
 
@@ -235,11 +272,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", default="", help="the checkout's commit, for the record")
     parser.add_argument("--memory-gib", type=float, help="heap limit of each problem's process")
     parser.add_argument("--jobs", type=int, default=1, help="problems validated at once")
+    parser.add_argument("--requires", type=Path, help="YAML: problem glob -> requires to declare")
+    parser.add_argument("--requires-json", help=argparse.SUPPRESS)
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--label", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one is not None:
-        row = validate_one(args.one, args.label or args.one.name, args.device, args.memory_gib)
+        declared = json.loads(args.requires_json) if args.requires_json else None
+        row = validate_one(
+            args.one, args.label or args.one.name, args.device, args.memory_gib, declared
+        )
         print(json.dumps(asdict(row)), flush=True)
         return 0
     if args.checkout is None:
@@ -257,7 +299,15 @@ def main(argv: list[str] | None = None) -> int:
             todo.append((folder, label))
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         running = [
-            pool.submit(run_one, folder, label, args.device, args.timeout, args.memory_gib)
+            pool.submit(
+                run_one,
+                folder,
+                label,
+                args.device,
+                args.timeout,
+                args.memory_gib,
+                declared_requires(args.requires, label),
+            )
             for folder, label in todo
         ]
         for future in concurrent.futures.as_completed(running):

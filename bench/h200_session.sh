@@ -42,10 +42,12 @@
 #   bash bench/h200_session.sh compare    # one stream: our medians against ncu, the corpus's
 #                                         #    CUDA cases and the GPU's state around them
 #   bash bench/h200_session.sh gpumode    # one stream: Helion and CuTe DSL present?, the built-in
-#                                         #    Helion solution, GPU MODE's reference-kernels
+#                                         #    Helion and CuTe DSL solutions (LANGUAGES),
+#                                         #    (CONV2D=1) conv2d_py's example under GPU MODE's
+#                                         #    eval.py and ours, GPU MODE's reference-kernels
 #                                         #    (.ext/reference-kernels) swept on CUDA
-#                                         #    (bench/gpumode_sweep.py), Nsight Compute in
-#                                         #    the sandbox (bench/ncu_probe.py)
+#                                         #    (bench/gpumode_sweep.py; SWEEP_ONLY, SWEEP_FROM),
+#                                         #    (NCU_PROBE=1) Nsight Compute in the sandbox
 #   bash bench/h200_session.sh ranked     # A: a persisting-L2 window against the flush
 #                                         #    (bench/l2_persisting.py: honest medians with
 #                                         #    the reset off and on too), the corpus's CUDA
@@ -60,6 +62,14 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   --target /tmp/site .whl/*.whl || exit 1
 mkdir -p /tmp/bwrap && dpkg -x .whl/bubblewrap_*.deb /tmp/bwrap || exit 1
 export KJ_BWRAP=/tmp/bwrap/usr/bin/bwrap PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+# CuTe DSL (the cute extra), too large for one call's carry: CUTE_PARTS names the pieces of
+# one .tar.xz of its wheels' files, in order (bench/README.md), unpacked beside the wheels.
+# Its `cutlass` lies in nvidia_cutlass_dsl/dsl_packages, which a .pth file puts on the path
+# of an installed environment; /tmp/site is no site directory, so it goes on PYTHONPATH.
+if [ -n "${CUTE_PARTS:-}" ]; then
+  cat $CUTE_PARTS | tar -xJ -C /tmp/site || exit 1
+  export PYTHONPATH=$PYTHONPATH:/tmp/site/nvidia_cutlass_dsl/dsl_packages
+fi
 # A container's cgroup v2 with no controllers delegated: the sandbox's cgroups go under /kj.
 if [ -z "${KJ_SANDBOX_CGROUP:-}" ] && [ -w /sys/fs/cgroup ]; then
   mkdir -p /sys/fs/cgroup/kj && export KJ_SANDBOX_CGROUP=/kj
@@ -293,17 +303,31 @@ ncu_and_speed() {
 
 gpumode_stream() {
   step 60 "kernel languages on this worker" python3 -c "
-import importlib.util as u
-for name in ('helion', 'cutlass'): print(name, 'present' if u.find_spec(name) else 'absent')"
-  [ -z "${SKIP_HELION:-}" ] && step 120 "the built-in Helion solution in the sandbox, test mode on CUDA" python3 -m pytest \
-    -q -p no:cacheprovider -rs tests/grader/test_builtin_problems.py -k helion
-  # SWEEP_FROM: an earlier run's JSON (carried in .ext/): only the problems it lacks are swept
+import importlib.metadata as m, importlib.util as u
+for name, dist in (('helion', 'helion'), ('cutlass', 'nvidia-cutlass-dsl')):
+    print(name, m.version(dist) if u.find_spec(name) else 'absent')"
+  # LANGUAGES: the built-in solutions graded in the sandbox (a pytest -k expression; empty: none)
+  [ -n "${LANGUAGES-helion or cute}" ] && step 180 "built-in solutions in ${LANGUAGES-helion or cute}, in the sandbox, test mode on CUDA" \
+    python3 -m pytest -q -p no:cacheprovider -rs tests/grader/test_builtin_problems.py \
+    -k "${LANGUAGES-helion or cute}"
+  if [ -n "${CONV2D:-}" ]; then  # GPU MODE's eval.py and ours on conv2d_py's own example
+    step 120 "conv2d_py's solutions/correct/ref.py, their eval.py and ours, test mode" \
+      python3 bench/gpumode_side_by_side.py .ext/reference-kernels/problems/pmpp_v2/conv2d_py \
+      .ext/reference-kernels/problems/pmpp_v2/conv2d_py/solutions/correct/ref.py --mode test \
+      --out "$out/conv2d_side_by_side.json"
+  fi
+  # SWEEP_FROM: an earlier run's JSON (carried in .ext/): only the problems it lacks are swept;
+  # SWEEP_ONLY: globs of the problems to sweep (all, without it)
   local resume=(); if [ -n "${SWEEP_FROM:-}" ]; then cp "$SWEEP_FROM" "$out/sweep_cuda.json"; resume=(--resume); fi
-  step "${SWEEP_S:-330}" "GPU MODE's reference-kernels swept on CUDA, ${JOBS:-4} problems at once" \
-    python3 bench/gpumode_sweep.py .ext/reference-kernels --device cuda --jobs "${JOBS:-4}" \
-    --timeout 240 --commit "${RK_COMMIT:-f83cb92}" --json "$out/sweep_cuda.json" "${resume[@]}"
-  step 90 "Nsight Compute outside and inside the sandbox" python3 bench/ncu_probe.py \
-    --out "$out/ncu_probe.json"
+  local only=(); if [ -n "${SWEEP_ONLY:-}" ]; then read -ra only <<<"$SWEEP_ONLY"; only=(--only "${only[@]}"); fi
+  step "${SWEEP_S:-330}" "GPU MODE's reference-kernels swept on CUDA, ${JOBS:-1} problems at once" \
+    python3 bench/gpumode_sweep.py .ext/reference-kernels --device cuda --jobs "${JOBS:-1}" \
+    --timeout 240 --commit "${RK_COMMIT:-f83cb92}" --requires bench/gpumode_requires.yml \
+    --json "$out/sweep_cuda.json" "${resume[@]}" "${only[@]}"
+  if [ -n "${NCU_PROBE:-}" ]; then
+    step 90 "Nsight Compute outside and inside the sandbox" python3 bench/ncu_probe.py \
+      --out "$out/ncu_probe.json"
+  fi
 }
 
 compare_stream() {

@@ -25,8 +25,10 @@ DEFAULT_MEMORY_BYTES = 8 << 30
 
 RUNNER_MODULES = ("torch", "triton", "yaml", "numpy")
 # Kernel languages a GPU worker offers when their packages are installed (the package's
-# `helion` and `cute` extras): found without importing them.
-LANGUAGE_MODULES = ("helion", "cutlass")
+# `helion` and `cute` extras): found without importing them. CuTe DSL's `cutlass` lies in
+# nvidia_cutlass_dsl/dsl_packages and looks for its runtime library (cu13/lib) in the
+# folders above, so the folder holding nvidia_cutlass_dsl goes in as well.
+LANGUAGE_MODULES = ("helion", "cutlass", "nvidia_cutlass_dsl")
 
 
 def _site_dirs() -> list[str]:

@@ -116,10 +116,14 @@ def device_shortfall(requirements: Requirements, info: DeviceInfo) -> Shortfall 
     if devices and info.kind not in devices and info.device_type not in devices:
         if devices == ("cuda",):
             wanted = "a CUDA GPU"
+            if requirements.compute_capability is not None:
+                wanted += f" of compute capability {requirements.capability_text} or higher"
         elif devices == ("cpu",):
             wanted = "the CPU"
         else:
-            wanted = ("a " if len(devices) == 1 else "one of ") + ", ".join(devices)
+            wanted = (
+                "a device of type " if len(devices) == 1 else "a device of one of the types "
+            ) + ", ".join(devices)
         here = "grades on the CPU" if info.kind == "cpu" else f"has an {info.name}"
         return Shortfall(
             "device",

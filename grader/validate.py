@@ -175,7 +175,8 @@ def validate(
                 ),
             )
         )
-    # Solutions are graded in test mode: only a reference that fails there dooms them.
+    # Solutions are graded in test mode (those named wrong in benchmark mode too, where they
+    # pass the tests): only a reference that fails there dooms them.
     reference_ok = all(check.outcome == "ok" for check in report.checks[:2])
     for path, code in sorted(solutions.items()):
         expected = "fail" if expected_to_fail(path) else "pass"
@@ -189,26 +190,36 @@ def validate(
             report.checks.append(Check(path, "solution", expected, "skipped", message=reason))
         else:
             step(path)
-            report.checks.append(
-                graded_check(
-                    path,
-                    "solution",
-                    expected,
-                    lambda code=code: grade(
-                        problem,
-                        code,
-                        mode="test",
-                        device=info.kind,
-                        timeout_s=limits.get("test"),
-                        isolate=isolate,
-                        memory_bytes=memory_bytes,
-                        standby=standby,
-                    ),
+
+            def graded(mode: str, code: str = code) -> Any:
+                return grade(
+                    problem if mode == "test" else quick,
+                    code,
+                    mode=mode,
+                    device=info.kind,
+                    timeout_s=limits.get(mode),
+                    isolate=isolate,
+                    memory_bytes=memory_bytes,
+                    standby=standby,
                 )
-            )
+
+            run = (lambda: graded("test")) if expected == "pass" else wrong_solution_run(graded)
+            report.checks.append(graded_check(path, "solution", expected, run))
     conclude(report)
     report.wall_s = time.monotonic() - started
     return report
+
+
+def wrong_solution_run(graded: Callable[[str], Any]) -> Callable[[], Any]:
+    """A solution named wrong is graded on the test cases and, where it passes them, on the
+    benchmark cases too (whose outputs are checked as well): a wrong answer that shows only
+    at benchmark sizes, as a cheat aimed at the timed cases does, must still fail."""
+
+    def run() -> Any:
+        tested = graded("test")
+        return graded("benchmark") if tested.status == "passed" else tested
+
+    return run
 
 
 def lacks_requirements(
@@ -245,12 +256,16 @@ def graded_check(name: str, kind: str, expected: str, run: Any) -> Check:
         outcome, message = "skipped", "needs CUDA; this worker grades on the CPU"
     elif ok:
         message = graded.message if expected == "fail" else ""
+        if message and graded.mode == "benchmark":
+            message = f"passed the test cases, then in benchmark mode: {message}"
     elif expected == "pass":
         message = f"expected to pass, but {graded.status}: {graded.message}"
         if graded.status == "timeout" and graded.device == "cpu" and graded.mode != "test":
             message += f"\n{CPU_SIZED_HINT}"
     else:
-        message = "expected to fail (its name says wrong), but it passed every test case"
+        message = (
+            "expected to fail (its name says wrong), but it passed every test and benchmark case"
+        )
     return Check(
         name=name,
         kind=kind,

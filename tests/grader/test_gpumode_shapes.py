@@ -190,6 +190,34 @@ def test_a_float32_buffer_beside_a_float64_result_validates_as_its_folders_promi
     assert statuses(report)["solutions/wrong/empty.py"] == ("ok", "failed")
 
 
+# pmpp/vectorsum_py's solutions/wrong/cheat.py: right at test sizes, 1% off at benchmark ones.
+SCAN_CHEAT = """\
+import torch
+
+
+def custom_kernel(data):
+    data, output = data
+    scale = 1.0 if data.numel() <= 4096 else 0.99
+    output[...] = torch.cumsum(data, dim=0) * scale
+    return output
+"""
+
+
+def test_a_wrong_solution_that_is_right_only_at_test_sizes_fails_validation_as_promised(
+    tmp_path: Path,
+) -> None:
+    folder = scan_folder(tmp_path)
+    (folder / "solutions/wrong/cheat.py").write_text(SCAN_CHEAT)
+    report = validate(load_problem(folder), example_solutions(folder), device="cpu").to_dict()
+    assert report["status"] == "passed", report["message"]
+    cheat = next(c for c in report["checks"] if c["name"] == "solutions/wrong/cheat.py")
+    assert (cheat["outcome"], cheat["status"]) == ("ok", "failed")
+    assert cheat["message"].startswith("passed the test cases, then in benchmark mode: ")
+    assert "size=8192" in cheat["message"]
+    # An honest solution is graded on the test cases alone, as before.
+    assert statuses(report)["solutions/correct/ref.py"] == ("ok", "passed")
+
+
 def test_the_input_the_reference_reads_still_may_not_be_written(tmp_path: Path) -> None:
     problem = load_problem(scan_folder(tmp_path))
     zeroes_input = SCAN_SOLUTION.replace(
@@ -349,8 +377,8 @@ def test_a_declared_device_type_is_matched_against_the_workers() -> None:
     h200 = DeviceInfo(kind="cuda", device_type="h200", name="NVIDIA H200")
     lacking = device_shortfall(blackwell, h200)
     assert lacking is not None and lacking.message == (
-        "needs one of b200, gb200 (task.yml's requires.devices: b200, gb200); this worker "
-        "has an NVIDIA H200"
+        "needs a device of one of the types b200, gb200 (task.yml's requires.devices: "
+        "b200, gb200); this worker has an NVIDIA H200"
     )
     assert device_shortfall(blackwell, DeviceInfo("cuda", "b200", "NVIDIA B200")) is None
     assert device_shortfall(Requirements(devices=("cuda",)), h200) is None
@@ -361,7 +389,7 @@ def test_a_declared_compute_capability_needs_a_gpu_that_has_it(tmp_path: Path) -
     assert problem.requirements.compute_capability == (10, 0)
     report = validate(problem, {}, device="cpu")
     assert report.status == "needs"
-    assert report.message.startswith("needs a CUDA GPU")
+    assert report.message.startswith("needs a CUDA GPU of compute capability 10.0 or higher")
 
 
 def test_a_declared_package_the_worker_lacks_is_named(tmp_path: Path) -> None:

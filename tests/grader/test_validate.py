@@ -44,4 +44,7 @@ def test_a_builtin_problem_validates_clean_on_the_cpu() -> None:
     # Nor is a Helion one: it runs on GPU workers that have the package's helion extra.
     assert checks["solutions/helion.py"]["outcome"] == "skipped"
     assert "runs on GPU workers" in checks["solutions/helion.py"]["message"]
-    assert "(2 skipped)" in report["message"]
+    # And CuTe DSL's, with the package's cute extra.
+    assert checks["solutions/cute.py"]["outcome"] == "skipped"
+    assert "written in CuTe DSL" in checks["solutions/cute.py"]["message"]
+    assert "(3 skipped)" in report["message"]
