@@ -7,7 +7,7 @@ other outcome.
 
     python bench/gpumode_sweep.py CHECKOUT [--device cpu|cuda] [--timeout S] [--json PATH]
                                   [--resume] [--only PATTERN ...] [--commit SHA]
-                                  [--memory-gib N] [--jobs N] [--requires YAML]
+                                  [--memory-gib N] [--jobs N] [--declare YAML]
 
 CHECKOUT is the checkout (or its `problems/` folder). Each problem is validated in a
 process of its own, stopped after `--timeout` seconds; `--memory-gib` caps that process's
@@ -15,9 +15,10 @@ heap (the reference's inputs are made there, and GPU-sized ones can fill a CPU h
 memory). `--json` is rewritten after each problem, and `--resume` sweeps only the problems
 it does not hold yet. `--jobs N` validates N problems at once (a GPU host's cores and
 memory allow it; their timings then share the device, which the verdicts do not rest on).
-`--requires` names a YAML file mapping problem globs to what an organizer would declare in
-task.yml's `requires` (bench/gpumode_requires.yml: the device a problem runs on alone);
-it is added to the matching problems' task.yml as loaded, and the row says so.
+`--declare` names a YAML file mapping problem globs to task.yml keys an organizer would add
+(bench/gpumode_declared.yml: `requires` with the device a problem runs on alone, a longer
+`test_cases_timeout`); they are added to the matching problems' task.yml as loaded, and the
+row says so.
 Needs only torch, pyyaml and this repository's `grader/` and
 `sandbox/`; the sandbox's bubblewrap is found on PATH or at $KJ_BWRAP.
 """
@@ -69,7 +70,7 @@ class Row:
     reference: list[Verdict] = field(default_factory=list)  # the reference's own checks
     solutions: list[Verdict] = field(default_factory=list)
     wall_s: float = 0.0
-    declared: dict[str, Any] = field(default_factory=dict)  # `requires` added by --requires
+    declared: dict[str, Any] = field(default_factory=dict)  # task.yml keys added by --declare
 
 
 def problem_folders(checkout: Path) -> list[Path]:
@@ -94,15 +95,15 @@ def last_step(err: str) -> str:
     return steps[-1] if steps else ""
 
 
-def declared_requires(path: Path | None, label: str) -> dict[str, Any]:
-    """The `requires` that --requires's file declares for this problem (the first glob that
+def declared_keys(path: Path | None, label: str) -> dict[str, Any]:
+    """The task.yml keys that --declare's file adds to this problem (the first glob that
     matches), or none."""
     if path is None:
         return {}
     declared = yaml.safe_load(path.read_text()) or {}
-    for pattern, requires in declared.items():
+    for pattern, keys in declared.items():
         if fnmatch.fnmatch(label, pattern):
-            return dict(requires)
+            return dict(keys)
     return {}
 
 
@@ -111,10 +112,10 @@ def validate_one(
     label: str,
     device: str,
     memory_gib: float | None,
-    requires: dict[str, Any] | None = None,
+    declared: dict[str, Any] | None = None,
 ) -> Row:
-    """Load the folder as an upload does (with `requires` added to its task.yml), then
-    validate it with its example solutions."""
+    """Load the folder as an upload does (with the `declared` keys added to its task.yml),
+    then validate it with its example solutions."""
     if memory_gib:
         limit = int(memory_gib * (1 << 30))
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
@@ -128,13 +129,13 @@ def validate_one(
     except ProblemError as exc:
         reason = str(exc).replace(f"{folder}/", "")
         return Row(label, device, "refused", reason, wall_s=time.monotonic() - started)
-    if requires:
-        problem = replace(problem, spec={**problem.spec, "requires": requires})
+    if declared:
+        problem = replace(problem, spec={**problem.spec, **declared})
     solutions = example_solutions(folder)
     if not solutions and problem.submission_template:
         solutions = {TEMPLATE: problem.submission_template}
     report = validate(problem, solutions, device=device, on_step=announce)
-    row = Row(label, device, "", wall_s=time.monotonic() - started, declared=requires or {})
+    row = Row(label, device, "", wall_s=time.monotonic() - started, declared=declared or {})
     for check in report.checks:
         verdict = Verdict(check.name, check.expected, check.outcome, check.status, check.message)
         (row.reference if check.kind == "reference" else row.solutions).append(verdict)
@@ -160,7 +161,7 @@ def run_one(
     device: str,
     timeout_s: float,
     memory_gib: float | None,
-    requires: dict[str, Any] | None = None,
+    declared: dict[str, Any] | None = None,
 ) -> Row:
     """Validate one problem in a child process (its own session, so that stopping it stops
     whatever it started)."""
@@ -168,8 +169,8 @@ def run_one(
     command += ["--label", label, "--device", device]
     if memory_gib:
         command += ["--memory-gib", str(memory_gib)]
-    if requires:
-        command += ["--requires-json", json.dumps(requires)]
+    if declared:
+        command += ["--declared-json", json.dumps(declared)]
     started = time.monotonic()
     child = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
@@ -233,7 +234,7 @@ def table(rows: list[Row]) -> str:
         solutions = "; ".join(shown_solution(v) for v in row.solutions) or "-"
         reason = one_line(row.reason).replace("|", "\\|") or "-"
         if row.declared:
-            reason += f" (requires declared: {json.dumps(row.declared, separators=(',', ':'))})"
+            reason += f" (declared in task.yml: {json.dumps(row.declared, separators=(',', ':'))})"
         lines.append(f"| `{row.problem}` | {row.device} | {row.outcome} | {solutions} | {reason} |")
     return "\n".join(lines)
 
@@ -272,13 +273,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit", default="", help="the checkout's commit, for the record")
     parser.add_argument("--memory-gib", type=float, help="heap limit of each problem's process")
     parser.add_argument("--jobs", type=int, default=1, help="problems validated at once")
-    parser.add_argument("--requires", type=Path, help="YAML: problem glob -> requires to declare")
-    parser.add_argument("--requires-json", help=argparse.SUPPRESS)
+    parser.add_argument("--declare", type=Path, help="YAML: problem glob -> task.yml keys to add")
+    parser.add_argument("--declared-json", help=argparse.SUPPRESS)
     parser.add_argument("--one", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--label", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.one is not None:
-        declared = json.loads(args.requires_json) if args.requires_json else None
+        declared = json.loads(args.declared_json) if args.declared_json else None
         row = validate_one(
             args.one, args.label or args.one.name, args.device, args.memory_gib, declared
         )
@@ -306,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.device,
                 args.timeout,
                 args.memory_gib,
-                declared_requires(args.requires, label),
+                declared_keys(args.declare, label),
             )
             for folder, label in todo
         ]

@@ -322,7 +322,7 @@ for name, dist in (('helion', 'helion'), ('cutlass', 'nvidia-cutlass-dsl')):
   local only=(); if [ -n "${SWEEP_ONLY:-}" ]; then read -ra only <<<"$SWEEP_ONLY"; only=(--only "${only[@]}"); fi
   step "${SWEEP_S:-330}" "GPU MODE's reference-kernels swept on CUDA, ${JOBS:-1} problems at once" \
     python3 bench/gpumode_sweep.py .ext/reference-kernels --device cuda --jobs "${JOBS:-1}" \
-    --timeout 240 --commit "${RK_COMMIT:-f83cb92}" --requires bench/gpumode_requires.yml \
+    --timeout "${SWEEP_TIMEOUT:-240}" --commit "${RK_COMMIT:-f83cb92}" --declare bench/gpumode_declared.yml \
     --json "$out/sweep_cuda.json" "${resume[@]}" "${only[@]}"
   if [ -n "${NCU_PROBE:-}" ]; then
     step 90 "Nsight Compute outside and inside the sandbox" python3 bench/ncu_probe.py \

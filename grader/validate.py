@@ -25,7 +25,7 @@ from grader.devicemap import harness_device_map
 from grader.expected import CUDA_ONLY, device_env, import_reference
 from grader.harness import Standby, grade
 from grader.inputs import clone_data, devices_of, iter_tensors, seeded_case
-from grader.problem import Problem
+from grader.problem import DEFAULT_TEST_CASES_TIMEOUT_S, Problem
 from grader.report import tail
 from grader.requirements import language_shortfall, shortfall
 from grader.runner import NEEDS_GPU
@@ -38,6 +38,14 @@ REFERENCE_STEPS = ("reference on every case",)
 CPU_SIZED_HINT = (
     "on the CPU, cases sized for GPUs can take minutes: give CPU workers smaller benchmark "
     "cases (task.yml's cpu_benchmarks), or offer the problem on GPUs only"
+)
+# A test-mode grading's short limit (task.yml's test_cases_timeout), which bounds a hung
+# kernel: a reference whose own test cases need longer on this worker cannot pass it.
+TEST_CASES_LIMIT = "the test cases exceeded their time limit"
+TEST_CASES_HINT = (
+    "test mode's cases must finish within task.yml's test_cases_timeout (default "
+    f"{DEFAULT_TEST_CASES_TIMEOUT_S:g} s, a bound on a hung kernel); where the problem's own "
+    "test cases need longer on this device, raise it"
 )
 SOLUTIONS_DIR = "solutions"
 MAX_SOLUTIONS = 50
@@ -262,6 +270,8 @@ def graded_check(name: str, kind: str, expected: str, run: Any) -> Check:
         message = f"expected to pass, but {graded.status}: {graded.message}"
         if graded.status == "timeout" and graded.device == "cpu" and graded.mode != "test":
             message += f"\n{CPU_SIZED_HINT}"
+        elif graded.status == "timeout" and graded.message.startswith(TEST_CASES_LIMIT):
+            message += f"\n{TEST_CASES_HINT}"
     else:
         message = (
             "expected to fail (its name says wrong), but it passed every test and benchmark case"

@@ -100,7 +100,7 @@ def read_problem(
                 }
             },
         },
-        **error_responses(NotAuthenticated, NotFound),
+        **error_responses(NotFound),
     },
     summary="The problem's folder as a zip, to grade submissions locally",
 )

@@ -1,14 +1,23 @@
 """Regenerate docs/screenshots/*.png: a real server with a few competitors and graded
-submissions, every page photographed by chromium. Run with ``make screenshots``."""
+submissions, every page photographed by chromium. Run with ``make screenshots``. The site
+sends its password-reset mail to an SMTP server of this script's own, so the mailed link
+is followed as a user would."""
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from email import message_from_bytes
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import httpx
+from aiosmtpd.controller import Controller
 from playwright.sync_api import Page, ViewportSize, expect, sync_playwright
 
 from tests.browser.site import (
@@ -25,7 +34,7 @@ from tests.browser.site import (
     submit_by_form,
     wait_for_verdict,
 )
-from tests.integration.processes import TERMINAL
+from tests.integration.processes import TERMINAL, free_port
 
 DESKTOP: ViewportSize = {"width": 1280, "height": 860}
 PHONE: ViewportSize = {"width": 390, "height": 844}
@@ -69,6 +78,8 @@ def wait_all(site: Site, token_by_id: dict[int, str], timeout_s: float = 600) ->
 
 def shoot(page: Page, out: Path, name: str) -> None:
     page.wait_for_load_state("networkidle")
+    # A page opened at an anchor is scrolled; its sticky header would land mid-picture.
+    page.evaluate("window.scrollTo(0, 0)")
     page.screenshot(path=str(out / f"{name}.png"), full_page=True)
     print(f"wrote {out / name}.png")
 
@@ -82,6 +93,51 @@ def custom_kernel(data)
 """
 # The submission ids of the runs shown on their own pages.
 SHOWN: dict[str, int] = {}
+# The password-reset link the site mailed, opened later on a phone.
+MAILED: list[str] = []
+
+
+class Inbox:
+    """The site's outgoing mail: each message's text."""
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        message = message_from_bytes(envelope.content)
+        self.texts.append(str(message.get_payload(decode=True), "utf-8"))
+        return "250 OK"
+
+
+@contextmanager
+def catching_mail() -> Iterator[tuple[Inbox, dict[str, str]]]:
+    """An SMTP server on a free port, and the site's settings that send mail to it."""
+    inbox = Inbox()
+    port = free_port()
+    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield (
+            inbox,
+            {
+                "smtp_host": "127.0.0.1",
+                "smtp_port": str(port),
+                "smtp_starttls": "false",
+                "smtp_from": "judge@example.org",
+            },
+        )
+    finally:
+        controller.stop()
+
+
+def mailed_link(inbox: Inbox, timeout_s: float = 30) -> str:
+    deadline = time.monotonic() + timeout_s
+    while not inbox.texts:
+        assert time.monotonic() < deadline, "the site mailed no link"
+        time.sleep(0.2)
+    found = re.search(r"http://\S+/reset/[\w-]+", inbox.texts[-1])
+    assert found, inbox.texts[-1]
+    return found.group(0)
 
 
 def populate(site: Site) -> dict[str, str]:
@@ -143,6 +199,11 @@ def competitor_pages(page: Page, site: Site, out: Path) -> None:
     page.get_by_role("button", name="Create token").click()
     expect(page.locator("#new-token")).to_be_visible()
     shoot(page, out, "user-tokens")
+    # Their own page once more: the address a reset link is mailed to, "log out everywhere".
+    page.get_by_label("Email address").fill("ada@example.org")
+    page.get_by_role("button", name="Save address").click()
+    expect(page.locator("#notice")).to_contain_text("Password-reset mail goes to")
+    shoot(page, out, "user-account")
 
     page.goto(site.url("/no-such-page"))
     shoot(page, out, "not-found")
@@ -173,9 +234,42 @@ def organizer_pages(page: Page, site: Site, out: Path) -> None:
     shoot(page, out, "admin-users")
 
 
+def password_pages(page: Page, site: Site, out: Path, inbox: Inbox) -> None:
+    """An organizer's one-time link for grace, followed to a new password; ada asks on
+    /forgot for a link by mail (opened on a phone below)."""
+    page.on("dialog", lambda dialog: dialog.accept())  # "Password link" asks first
+    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    page.goto(site.url("/admin/users"))
+    page.get_by_role("button", name="Password link for grace").click()
+    link = page.locator("#reset-link").inner_text().strip()
+    shoot(page, out, "admin-reset-link")
+    log_out(page)
+    page.goto(link)
+    expect(page.get_by_role("heading", level=1)).to_have_text("Set a new password")
+    shoot(page, out, "reset-form")
+    page.get_by_label("New password", exact=True).fill("grace-new-password")
+    page.get_by_label("New password again").fill("grace-new-password")
+    page.get_by_role("button", name="Set the password").click()
+    expect(page.locator(".alert.success")).to_contain_text("Your new password is set")
+    shoot(page, out, "reset-done")
+
+    page.goto(site.url("/login"))
+    page.get_by_role("link", name="Get a link by mail").click()
+    shoot(page, out, "forgot")
+    page.get_by_label("User name").fill("ada")
+    page.get_by_role("button", name="Mail me a link").click()
+    expect(page.locator(".alert.success")).to_contain_text("on its way")
+    shoot(page, out, "forgot-sent")
+    MAILED.append(mailed_link(inbox))
+
+
 def phone_pages(page: Page, site: Site, out: Path) -> None:
     page.goto(site.url("/leaderboards/vectoradd?gpu=cpu"))
     shoot(page, out, "phone-leaderboard")
+    # The mailed link, opened where mail is read.
+    page.goto(MAILED[-1])
+    expect(page.get_by_label("New password", exact=True)).to_be_visible()
+    shoot(page, out, "phone-reset-form")
     # A failed submission as its author reads it on a phone: the mismatch, the syntax error.
     log_in(page, site, "linus", "linus-password")
     page.goto(site.url(f"/submissions/{SHOWN['failed']}"))
@@ -190,7 +284,8 @@ def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with (
         tempfile.TemporaryDirectory(prefix="kj-screenshots-") as scratch,
-        running_site(Path(scratch) / "var") as site,
+        catching_mail() as (inbox, mail_settings),
+        running_site(Path(scratch) / "var", **mail_settings) as site,
         sync_playwright() as playwright,
     ):
         populate(site)
@@ -198,6 +293,7 @@ def main(out: Path) -> None:
         for viewport, shots in (
             (DESKTOP, competitor_pages),
             (DESKTOP, organizer_pages),
+            (DESKTOP, partial(password_pages, inbox=inbox)),
             (PHONE, phone_pages),
         ):
             context = browser.new_context(viewport=viewport)

@@ -63,8 +63,9 @@ def add_user_with_password(env: dict[str, str], name: str, password: str, *, adm
 
 
 @contextmanager
-def running_site(data_dir: Path) -> Iterator[Site]:
-    env = service_env(data_dir)
+def running_site(data_dir: Path, **settings: str) -> Iterator[Site]:
+    """``settings`` are KJ_ settings by their lower-case names (``smtp_host="..."``)."""
+    env = service_env(data_dir, **settings)
     add_user_with_password(env, ADMIN_NAME, ADMIN_PASSWORD, admin=True)
     log = data_dir / "serve.log"
     with serving(env, log) as base:

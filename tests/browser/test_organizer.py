@@ -61,7 +61,9 @@ def test_competitors_cannot_read_each_others_code(page: Page, site: Site) -> Non
     page.goto(site.url(f"/submissions/{submission_id}"))
     expect(page.locator("#code-hidden")).to_be_visible()
     assert "secret trick" not in page.content()
-    # Nor through the REST API.
+    # Nor through the REST API, which reads no session cookie.
+    api = page.request.get(site.url(f"/api/v1/submissions/{submission_id}"))
+    assert api.status == 401 and "secret trick" not in api.text()
     page.goto(site.url("/"))
     log_in(page, site, "bea", "bea-password")
     page.goto(site.url(f"/submissions/{submission_id}"))

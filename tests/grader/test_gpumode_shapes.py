@@ -218,6 +218,31 @@ def test_a_wrong_solution_that_is_right_only_at_test_sizes_fails_validation_as_p
     assert statuses(report)["solutions/correct/ref.py"] == ("ok", "passed")
 
 
+def test_a_reference_slower_than_the_test_cases_limit_is_told_to_raise_it(
+    tmp_path: Path,
+) -> None:
+    """bioml/trimul's shape on an H200: the reference's own test cases outlast test mode's
+    short limit (test_cases_timeout, 20 s by default); the organizer reads what to change."""
+    slow = SCAN_REFERENCE.replace(
+        "def ref_kernel(data):\n", "def ref_kernel(data):\n    __import__('time').sleep(0.7)\n"
+    )
+    folder = write_problem(
+        tmp_path,
+        "slow_py",
+        slow,
+        tests='  - {"size": 16, "seed": 1}\n  - {"size": 32, "seed": 2}',
+        benchmarks='  - {"size": 64, "seed": 3}',
+        template=SCAN_SOLUTION,
+        extra="test_cases_timeout: 1\ncase_time_budget_s: 0.2\n",
+    )
+    report = validate(load_problem(folder), {}, device="cpu").to_dict()
+    assert report["status"] == "failed"
+    check = next(c for c in report["checks"] if c["name"] == "reference graded in test mode")
+    assert check["status"] == "timeout"
+    assert "the test cases exceeded their time limit of 1 s" in check["message"]
+    assert "raise it" in check["message"] and "test_cases_timeout" in check["message"]
+
+
 def test_the_input_the_reference_reads_still_may_not_be_written(tmp_path: Path) -> None:
     problem = load_problem(scan_folder(tmp_path))
     zeroes_input = SCAN_SOLUTION.replace(

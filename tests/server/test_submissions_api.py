@@ -273,6 +273,11 @@ async def test_openapi_lists_both_submission_bodies(client: httpx.AsyncClient) -
     post = schema["paths"]["/api/v1/submissions"]["post"]
     assert set(post["requestBody"]["content"]) == {"application/json", "multipart/form-data"}
     assert {"202", "401", "404", "413", "422"} <= set(post["responses"])
+    # The JSON body's schema is whole: its mode's enum is written in, not a `$defs` entry
+    # that the document does not hold (Swagger UI would show a resolver error).
+    body = post["requestBody"]["content"]["application/json"]["schema"]
+    assert "#/$defs/" not in json.dumps(schema)
+    assert set(body["properties"]["mode"]["enum"]) >= {"test", "benchmark", "leaderboard"}
     health = (await client.get("/healthz")).json()
     assert (health["status"], health["database"], health["broker"]) == ("ok", "ok", "ok")
 
