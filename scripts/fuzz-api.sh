@@ -3,7 +3,9 @@
 # /tmp, so the project's stays as it is): a fresh single-machine install on a free port, an
 # admin's token, every operation. Server errors, undocumented statuses and bodies that
 # differ from the schema are failures; what is left are business rules the schema cannot
-# say (an archive's name must end in .zip or .tar.gz, code must be UTF-8 text).
+# say, answered 422 with a sentence (schemathesis's ST202, "schema-valid request rejected"):
+# an archive's name must end in .zip or .tar.gz, code must be UTF-8 text, a GPU type must be
+# one the problem is offered on.
 #   bash scripts/fuzz-api.sh [EXAMPLES]   # default: 100 per operation
 # On PostgreSQL (which refuses NUL characters that SQLite takes):
 #   KJ_DATABASE_URL=postgresql+psycopg://postgres@127.0.0.1:5432/DB bash scripts/fuzz-api.sh

@@ -14,7 +14,11 @@ class SubmissionCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     problem: str = Field(min_length=1, max_length=100, examples=["vectoradd"])
-    code: str = Field(description="the submission: a Python file defining custom_kernel")
+    code: str = Field(
+        description="the submission: a Python file defining custom_kernel",
+        # Said in the schema; the service's own check answers empty code in words.
+        json_schema_extra={"minLength": 1, "pattern": r"\S"},
+    )
     mode: Mode = Mode.TEST
     gpu: str | None = Field(
         default=None, max_length=32, description="device type; default: the problem's first"

@@ -278,6 +278,8 @@ async def test_openapi_lists_both_submission_bodies(client: httpx.AsyncClient) -
     body = post["requestBody"]["content"]["application/json"]["schema"]
     assert "#/$defs/" not in json.dumps(schema)
     assert set(body["properties"]["mode"]["enum"]) >= {"test", "benchmark", "leaderboard"}
+    # Empty code is refused (422, "the code is empty"), and the schema says so.
+    assert body["properties"]["code"]["minLength"] == 1
     health = (await client.get("/healthz")).json()
     assert (health["status"], health["database"], health["broker"]) == ("ok", "ok", "ok")
 
