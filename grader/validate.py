@@ -156,6 +156,20 @@ def validate(
     step(REFERENCE_STEPS[0])
     report.checks.append(check_reference(problem, info.kind))
     quick = replace(problem, spec={**problem.spec, "case_time_budget_s": VALIDATION_CASE_BUDGET_S})
+
+    def graded(spec: Problem, code: str, mode: str, **extra: Any) -> Any:
+        return grade(
+            spec,
+            code,
+            mode=mode,
+            device=info.kind,
+            timeout_s=limits.get(mode),
+            isolate=isolate,
+            memory_bytes=memory_bytes,
+            standby=standby,
+            **extra,
+        )
+
     for mode in MODES:
         name = f"reference graded in {mode} mode"
         if report.checks[0].outcome != "ok":
@@ -169,17 +183,12 @@ def validate(
                 name,
                 "reference",
                 "pass",
-                lambda mode=mode: grade(
+                lambda mode=mode: graded(
                     quick,
                     reference_submission(problem),
-                    mode=mode,
-                    device=info.kind,
-                    timeout_s=limits.get(mode),
+                    mode,
                     peaks=peaks,
-                    isolate=isolate,
-                    memory_bytes=memory_bytes,
                     screen=False,  # the organizer's own code, not a competitor's
-                    standby=standby,
                 ),
             )
         )
@@ -199,19 +208,10 @@ def validate(
         else:
             step(path)
 
-            def graded(mode: str, code: str = code) -> Any:
-                return grade(
-                    problem if mode == "test" else quick,
-                    code,
-                    mode=mode,
-                    device=info.kind,
-                    timeout_s=limits.get(mode),
-                    isolate=isolate,
-                    memory_bytes=memory_bytes,
-                    standby=standby,
-                )
+            def solution(mode: str, code: str = code) -> Any:
+                return graded(problem if mode == "test" else quick, code, mode)
 
-            run = (lambda: graded("test")) if expected == "pass" else wrong_solution_run(graded)
+            run = (lambda: solution("test")) if expected == "pass" else wrong_solution_run(solution)
             report.checks.append(graded_check(path, "solution", expected, run))
     conclude(report)
     report.wall_s = time.monotonic() - started

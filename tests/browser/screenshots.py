@@ -16,7 +16,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx
 from aiosmtpd.controller import Controller
 from playwright.sync_api import Page, ViewportSize, expect, sync_playwright
 
@@ -26,6 +25,8 @@ from tests.browser.site import (
     VECTORADD,
     Site,
     add_user_with_password,
+    api_submit,
+    api_verdict,
     launch,
     log_in,
     log_out,
@@ -34,7 +35,7 @@ from tests.browser.site import (
     submit_by_form,
     wait_for_verdict,
 )
-from tests.integration.processes import TERMINAL, free_port
+from tests.integration.processes import free_port
 
 DESKTOP: ViewportSize = {"width": 1280, "height": 860}
 PHONE: ViewportSize = {"width": 390, "height": 844}
@@ -51,29 +52,9 @@ def custom_kernel(data):
 """
 
 
-def api_submit(site: Site, token: str, code: str, mode: str) -> int:
-    response = httpx.post(
-        site.url("/api/v1/submissions"),
-        json={"problem": "vectoradd", "code": code, "mode": mode},
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=30,
-    )
-    response.raise_for_status()
-    return int(response.json()["id"])
-
-
-def wait_all(site: Site, token_by_id: dict[int, str], timeout_s: float = 600) -> None:
-    deadline = time.monotonic() + timeout_s
+def wait_all(site: Site, token_by_id: dict[int, str]) -> None:
     for submission_id, token in token_by_id.items():
-        while time.monotonic() < deadline:
-            status = httpx.get(
-                site.url(f"/api/v1/submissions/{submission_id}"),
-                headers={"Authorization": f"Bearer {token}"},
-                timeout=10,
-            ).json()["status"]
-            if status in TERMINAL:
-                break
-            time.sleep(0.5)
+        api_verdict(site, token, submission_id, timeout_s=600)
 
 
 def shoot(page: Page, out: Path, name: str) -> None:

@@ -8,14 +8,16 @@ import re
 import shutil
 import subprocess
 import tarfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 from playwright.sync_api import Browser, Page, Playwright, expect
 
-from tests.integration.processes import REPO_ROOT, kerneljudge, service_env, serving
+from tests.integration.processes import REPO_ROOT, TERMINAL, kerneljudge, service_env, serving
 
 PROBLEMS_DIR = REPO_ROOT / "problems"
 VECTORADD = PROBLEMS_DIR / "vectoradd" / "solutions"
@@ -135,3 +137,30 @@ def renamed_problem_archive(source: str, name: str, description: str | None = No
             elif path.is_file():
                 archive.add(path, arcname=f"pack/{name}/{path.name}")
     return buffer.getvalue()
+
+
+def api_submit(site: Site, token: str, code: str, mode: str = "test") -> int:
+    """A vectoradd submission over the REST API, as a script would send it."""
+    response = httpx.post(
+        site.url("/api/v1/submissions"),
+        json={"problem": "vectoradd", "code": code, "mode": mode},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert response.status_code == 202, response.text
+    return int(response.json()["id"])
+
+
+def api_verdict(site: Site, token: str, submission_id: int, timeout_s: float = 180) -> str:
+    """The submission's status once it is graded, polled over the REST API."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = httpx.get(
+            site.url(f"/api/v1/submissions/{submission_id}"),
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=10,
+        ).json()["status"]
+        if status in TERMINAL:
+            return str(status)
+        time.sleep(0.5)
+    raise AssertionError(f"submission {submission_id} was not graded in {timeout_s} s")

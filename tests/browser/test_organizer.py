@@ -15,6 +15,7 @@ from tests.browser.site import (
     VECTORADD,
     Site,
     add_user_with_password,
+    api_submit,
     log_in,
     renamed_problem_archive,
     sign_up,
@@ -48,14 +49,7 @@ def test_admin_adds_a_problem_by_upload(page: Page, site: Site, tmp_path: Path) 
 def test_competitors_cannot_read_each_others_code(page: Page, site: Site) -> None:
     token = add_user_with_password(site.env, "bea", "bea-password", admin=False)
     code = (VECTORADD / "pytorch.py").read_text() + "\n# bea's secret trick\n"
-    response = httpx.post(
-        site.url("/api/v1/submissions"),
-        json={"problem": "vectoradd", "code": code, "mode": "test"},
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=30,
-    )
-    assert response.status_code == 202, response.text
-    submission_id = response.json()["id"]
+    submission_id = api_submit(site, token, code)
 
     sign_up(page, site, "cyd", "cyd-password")
     page.goto(site.url(f"/submissions/{submission_id}"))

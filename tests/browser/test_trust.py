@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 import zipfile
 from pathlib import Path
 
@@ -18,13 +17,15 @@ from playwright.sync_api import Browser, Page, Route, expect
 from tests.browser.site import (
     Site,
     add_user_with_password,
+    api_submit,
+    api_verdict,
     log_in,
     log_out,
     sign_up,
     submit_by_form,
     wait_for_verdict,
 )
-from tests.integration.processes import REPO_ROOT, TERMINAL, kerneljudge
+from tests.integration.processes import REPO_ROOT, kerneljudge
 
 # A kernel that fails on its own line: the traceback quotes it, and so would stdout.
 RAISING = """import torch
@@ -40,31 +41,6 @@ def custom_kernel(data)
     a, b, out = data
     return secret_fused_add(a, b, out=out)
 """
-
-
-def api_submit(site: Site, token: str, code: str) -> int:
-    response = httpx.post(
-        site.url("/api/v1/submissions"),
-        json={"problem": "vectoradd", "code": code, "mode": "test"},
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=30,
-    )
-    assert response.status_code == 202, response.text
-    return int(response.json()["id"])
-
-
-def api_verdict(site: Site, token: str, submission_id: int, timeout_s: float = 180) -> str:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status = httpx.get(
-            site.url(f"/api/v1/submissions/{submission_id}"),
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=10,
-        ).json()["status"]
-        if status in TERMINAL:
-            return str(status)
-        time.sleep(0.5)
-    raise AssertionError(f"submission {submission_id} was not graded in {timeout_s} s")
 
 
 def test_a_cookie_replayed_after_logout_gets_the_log_in_page(
