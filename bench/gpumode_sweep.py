@@ -95,12 +95,9 @@ def last_step(err: str) -> str:
     return steps[-1] if steps else ""
 
 
-def declared_keys(path: Path | None, label: str) -> dict[str, Any]:
-    """The task.yml keys that --declare's file adds to this problem (the first glob that
-    matches), or none."""
-    if path is None:
-        return {}
-    declared = yaml.safe_load(path.read_text()) or {}
+def declared_keys(declared: dict[str, Any], label: str) -> dict[str, Any]:
+    """The task.yml keys that --declare's file (`declared`, glob -> keys) adds to this
+    problem (the first glob that matches), or none."""
     for pattern, keys in declared.items():
         if fnmatch.fnmatch(label, pattern):
             return dict(keys)
@@ -298,6 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if label not in done:
             todo.append((folder, label))
+    declarations = (yaml.safe_load(args.declare.read_text()) or {}) if args.declare else {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         running = [
             pool.submit(
@@ -307,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.device,
                 args.timeout,
                 args.memory_gib,
-                declared_keys(args.declare, label),
+                declared_keys(declarations, label),
             )
             for folder, label in todo
         ]

@@ -37,30 +37,20 @@ from server.submissions.schemas import (
 router = APIRouter(prefix="/api/v1/submissions", tags=["submissions"])
 
 
-def inlined_schema(model: type[SubmissionCreate]) -> dict[str, Any]:
-    """The model's JSON schema with its `$defs` (the mode's enum) written in place: the body
-    is declared by hand, outside FastAPI's components, where `#/$defs/...` points nowhere."""
-    schema = model.model_json_schema()
-    defs = schema.pop("$defs", {})
-
-    def resolve(node: Any) -> Any:
-        if isinstance(node, dict):
-            ref = node.get("$ref", "")
-            if ref.startswith("#/$defs/"):
-                return resolve(defs[ref.removeprefix("#/$defs/")])
-            return {key: resolve(value) for key, value in node.items()}
-        if isinstance(node, list):
-            return [resolve(item) for item in node]
-        return node
-
-    return dict(resolve(schema))
+def body_schema(model: type[SubmissionCreate]) -> dict[str, Any]:
+    """The model's JSON schema for a body declared by hand, outside FastAPI's components:
+    its nested models (the mode's enum) are referred to there, where the response models
+    have put them, not in a `$defs` of its own that the document would not hold."""
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    schema.pop("$defs", None)
+    return schema
 
 
 SUBMISSION_BODY = {
     "requestBody": {
         "required": True,
         "content": {
-            "application/json": {"schema": inlined_schema(SubmissionCreate)},
+            "application/json": {"schema": body_schema(SubmissionCreate)},
             "multipart/form-data": {
                 "schema": {
                     "type": "object",
