@@ -48,6 +48,10 @@
 #                                         #    (.ext/reference-kernels) swept on CUDA
 #                                         #    (bench/gpumode_sweep.py; SWEEP_ONLY, SWEEP_FROM),
 #                                         #    (NCU_PROBE=1) Nsight Compute in the sandbox
+#   bash bench/h200_session.sh profile    # one stream: profile mode under Nsight Compute through
+#                                         #    the service against ncu's own run
+#                                         #    (bench/ncu_profile_check.py; PROFILED), (RMSNORM=1)
+#                                         #    rmsnorm's ten fresh leaderboard gradings
 #   bash bench/h200_session.sh ranked     # A: a persisting-L2 window against the flush
 #                                         #    (bench/l2_persisting.py: honest medians with
 #                                         #    the reset off and on too), the corpus's CUDA
@@ -330,6 +334,18 @@ for name, dist in (('helion', 'helion'), ('cutlass', 'nvidia-cutlass-dsl')):
   fi
 }
 
+profile_stream() {  # profile mode under Nsight Compute through the service; rmsnorm's ranking
+  step 330 "profile mode through serve against ncu's own run (vectoradd: ${PROFILED:-pytorch triton cuda_inline})" \
+    python3 bench/ncu_profile_check.py ${PROFILED:-pytorch triton cuda_inline} --out "$out/ncu_profile.json"
+  step 30 "GPU state after the profiles" python3 -c \
+    "from grader.hygiene import gpu_state; print(gpu_state())"
+  if [ -n "${RMSNORM:-}" ]; then
+    step 200 "rmsnorm: ten fresh leaderboard gradings through serve" \
+      python3 bench/backlog.py --problem rmsnorm --test 0 --leaderboard 10 --users 4 \
+      --turnarounds 0 --out "$out/backlog_rmsnorm.json"
+  fi
+}
+
 compare_stream() {
   step 240 "our medians against ncu" python3 bench/validate_timing.py compare "$out"
   NCU= cases_stream
@@ -362,5 +378,6 @@ case "$what" in
   ncuspeed) one_stream ncu_and_speed ;;
   compare) one_stream compare_stream ;;
   gpumode) one_stream gpumode_stream ;;
+  profile) one_stream profile_stream ;;
   *) echo "unknown: $what"; exit 2 ;;
 esac

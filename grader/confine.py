@@ -9,6 +9,7 @@ import importlib.util
 import os
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import sandbox
@@ -59,8 +60,12 @@ def _python_paths() -> list[str]:
     return sorted(p for p in paths if not any(p.startswith(s + "/") for s in paths if s != p))
 
 
-def runner_isolation(work: Path, kind: str, memory_bytes: int | None = None) -> sandbox.Isolation:
+def runner_isolation(
+    work: Path, kind: str, memory_bytes: int | None = None, more_paths: Sequence[str] = ()
+) -> sandbox.Isolation:
+    """`more_paths`: host folders this runner needs besides a site's (Nsight Compute's)."""
     extra = [p for p in os.environ.get(EXTRA_PATHS_ENV, "").split(":") if p]
+    extra += [p for p in more_paths if p not in extra]
     return sandbox.Isolation(
         cwd=RUN_DIR,
         ro_paths=(*SYSTEM_PATHS, *_python_paths(), *extra),

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from grader import crosscheck, inputs, plausibility, profiling
+from grader import crosscheck, inputs, nsight, plausibility, profiling
 from grader.calibrate import DevicePeaks, measure_peaks
 from grader.check import is_tensor_tree, modified_inputs, wrong_output
 from grader.confine import DEFAULT_MEMORY_BYTES
@@ -27,7 +27,7 @@ from grader.devicemap import harness_device_map
 from grader.expected import CUDA_ONLY, CaseSetup, ProblemSide, device_env
 from grader.plausibility import label as _label
 from grader.problem import Problem
-from grader.report import CaseResult, Mode, PhaseClock, Report, Stop
+from grader.report import PROFILE_FILE, CaseResult, Mode, PhaseClock, Report, Stop
 from grader.requirements import shortfall
 from grader.screen import screen as screen_source
 from grader.session import RunnerSession, Standby
@@ -78,6 +78,9 @@ def grade(
     needed). `enforce_floor`: reject times under the physical floor; default on CUDA only,
     since a CPU shared with other work measures its peaks too unevenly to judge by.
 
+    Profile mode on a GPU profiles with Nsight Compute where the worker has it
+    (grader.nsight), else, or where it gives no profile, with torch.profiler, saying why.
+
     `nonce`: mixed into the secret seed in leaderboard mode so that no two gradings share a
     ranked input; drawn from the operating system for each grading when missing, and kept
     only in this process (the runner cannot read it, the report does not carry it). Tests
@@ -90,33 +93,64 @@ def grade(
     if peaks is None and mode != "test":
         # Workers measure their peaks once when they start and pass them in.
         peaks = measure_peaks(info.kind)
-    report = Report(
-        status="running",
-        problem=problem.name,
-        mode=mode,
-        device=info.kind,
-        device_name=info.name,
-        device_type=info.device_type,
-        device_peaks=peaks.to_dict() if peaks else None,
-    )
     started = time.monotonic()
     ranked_seed = inputs.ranked_seed(secret_seed, nonce) if mode == "leaderboard" else None
-    grading = _Grading(problem, code, mode, info, ranked_seed, report, on_progress, peaks)
-    grading.total_limit_s = timeout_s or problem.timeout_for(mode)
-    grading.enforce_floor = info.kind == "cuda" if enforce_floor is None else enforce_floor
-    grading.isolate, grading.memory_bytes = isolate, memory_bytes
-    if grading.has_requirements() and (not screen or grading.screen()):
-        # A CPU worker grades problems written for CUDA by reading "cuda" as the CPU in the
-        # harness (this process), where the reference makes the inputs.
-        with (
-            held_torch_settings(),
-            harness_device_map(info.kind),
-            device_env(info.kind),
-            tempfile.TemporaryDirectory(prefix="kj-grade-") as root,
-        ):
-            grading.run(Path(root), standby)
+
+    def attempt(ncu: str | None, why_not_ncu: str) -> _Grading:
+        report = Report(
+            status="running",
+            problem=problem.name,
+            mode=mode,
+            device=info.kind,
+            device_name=info.name,
+            device_type=info.device_type,
+            device_peaks=peaks.to_dict() if peaks else None,
+        )
+        grading = _Grading(problem, code, mode, info, ranked_seed, report, on_progress, peaks)
+        grading.ncu, grading.why_not_ncu = ncu, why_not_ncu
+        grading.total_limit_s = timeout_s or problem.timeout_for(mode)
+        grading.enforce_floor = info.kind == "cuda" if enforce_floor is None else enforce_floor
+        grading.isolate, grading.memory_bytes = isolate, memory_bytes
+        if grading.has_requirements() and (not screen or grading.screen()):
+            # A CPU worker grades problems written for CUDA by reading "cuda" as the CPU in
+            # the harness (this process), where the reference makes the inputs.
+            with (
+                held_torch_settings(),
+                harness_device_map(info.kind),
+                device_env(info.kind),
+                tempfile.TemporaryDirectory(prefix="kj-grade-") as root,
+            ):
+                grading.run(Path(root), standby)
+        return grading
+
+    grading = attempt(*_profiler(mode, info.kind))
+    if grading.ncu_fell_through:
+        # Nsight Compute gave no profile: the same grading with torch.profiler's, saying why.
+        _remember_refusal(grading.ncu_fell_through)
+        grading = attempt(None, grading.ncu_fell_through)
+    report = grading.report
     report.wall_s = time.monotonic() - started
     return report
+
+
+# Why Nsight Compute cannot profile on this host, once a grading found it out for good
+# (performance counters kept for administrators): later profiles go to torch.profiler.
+_ncu_refused: list[str] = []
+
+
+def _profiler(mode: str, kind: str) -> tuple[str | None, str]:
+    """The ncu a profile grading runs under (or None), and why not where there is none."""
+    if mode != Mode.PROFILE or kind != "cuda":
+        return None, profiling.ON_CPU
+    if _ncu_refused:
+        return None, _ncu_refused[0]
+    ncu = nsight.find_ncu()
+    return ncu, "" if ncu else nsight.WHY_NOT["missing"]
+
+
+def _remember_refusal(reason: str) -> None:
+    if reason == nsight.WHY_NOT["counters"] and not _ncu_refused:
+        _ncu_refused.append(reason)
 
 
 @contextlib.contextmanager
@@ -194,6 +228,11 @@ class _Grading:
         # The limit that applies now, and what a timeout message says of it.
         self.deadline = math.inf
         self.limit_text = ""
+        # Profile mode: the ncu the runner starts under (grader.nsight), or why there is
+        # none; and why a run under it gave no profile (the grading is then run again).
+        self.ncu: str | None = None
+        self.why_not_ncu = ""
+        self.ncu_fell_through = ""
 
     # -- setting up -------------------------------------------------------------------
 
@@ -238,7 +277,10 @@ class _Grading:
             if name != "submission.py":
                 (trusted / name).write_text(text)
         with self.clock.phase("runner_start"):
-            if standby is not None:
+            if self.ncu is not None:
+                session = RunnerSession(self.kind, isolate=self.isolate,
+                                        memory_bytes=self.memory_bytes, ncu=self.ncu)  # fmt: skip
+            elif standby is not None:
                 session = standby.take(
                     self.kind, isolate=self.isolate, memory_bytes=self.memory_bytes
                 )
@@ -270,9 +312,13 @@ class _Grading:
             else:
                 self._limit(math.inf, "", session)
             self._grade_cases(session)
+            if self.ncu is not None and self.report.status == "passed":
+                self._collect_profile(session)
         except Stop as stop:
             self.report.status = stop.status
             self.report.message = _cap(stop.message) if stop.message else self.limit_text
+            if self.ncu is not None and stop.status == "error":
+                self.ncu_fell_through = nsight.why_not(None, self.report.message)
         finally:
             with self.clock.phase("teardown"):
                 result = session.close()
@@ -340,8 +386,11 @@ class _Grading:
         elif self.mode == Mode.PROFILE:
             with self.clock.phase("profile"):
                 self._write(sets, setup.data, setup.written)
-                reply = session.request({"op": "profile", "slab": slab_id, "set": 0}).reply
-                result.profile = profiling.table_from_reply(reply, self.kind)
+                request = {"op": "profile", "slab": slab_id, "set": 0,
+                           "case": len(self.report.cases)}  # fmt: skip
+                reply = session.request(request).reply
+                if self.ncu is None:
+                    result.profile = profiling.table_from_reply(reply, self.why_not_ncu)
         if result.time is not None:
             self._cross_check(session, setup, layout, result)
         result.status = "passed"
@@ -497,6 +546,26 @@ class _Grading:
         flag = plausibility.judge(self.kind, _label(setup.case), median, clock)
         if flag:
             self.report.flags.append(flag)
+
+    def _collect_profile(self, session: RunnerSession) -> None:
+        """Nsight Compute's summary into each case, its report into the report's files; or,
+        where it profiled nothing, why (and the grading is run again with torch.profiler)."""
+        with self.clock.phase("profile"):
+            summary, data = session.collect_profile(self.deadline)
+        kernels = summary["cases"]
+        if not any(kernels.get(str(i)) for i in range(1, len(self.report.cases) + 1)):
+            self.ncu_fell_through = nsight.why_not(summary)
+            return
+        for index, result in enumerate(self.report.cases, start=1):
+            result.profile = {"tool": nsight.TOOL, "version": summary["version"],
+                              "calls": profiling.PROFILED_CALLS,
+                              "kernels": kernels.get(str(index), [])}  # fmt: skip
+        if data:
+            self.report.files[PROFILE_FILE] = data
+        self.report.message = (
+            f"all {len(self.report.cases)} benchmark cases passed and were profiled "
+            f"({nsight.TOOL}; no score: a profile never ranks)"
+        )
 
     def _conclude(self) -> None:
         failed = [c for c in self.report.cases if c.status != "passed"]

@@ -23,13 +23,12 @@ MAX_ROWS = 25
 MAX_NAME = 240
 NVTX_RANGE = "kj-submission"
 TOOL = "torch.profiler"
-# Why there is no Nsight Compute profile, in the report's words.
-WHY_NOT_NCU = {
-    "cpu": "a CPU worker: Nsight Compute profiles CUDA kernels only, so this is "
-    "torch.profiler's table of the calls on the CPU",
-    "cuda": "Nsight Compute does not run on this worker: this is torch.profiler's table of "
-    "the calls, their CUDA kernels included",
-}
+# Why there is no Nsight Compute profile on a CPU worker, in the report's words (a GPU
+# worker's reasons are grader.nsight's).
+ON_CPU = (
+    "a CPU worker: Nsight Compute profiles CUDA kernels only, so this is torch.profiler's "
+    "table of the calls on the CPU"
+)
 _NUMBERS = ("self_us", "total_us", "self_device_us", "device_us")
 
 
@@ -58,6 +57,31 @@ def profile_calls(kernel: Callable[[Any], Any], data: Any, device: str) -> dict[
             "rows": rows[:MAX_ROWS]}  # fmt: skip
 
 
+def profile_calls_for_ncu(
+    kernel: Callable[[Any], Any], data: Any, case: Any, device: str = "cuda"
+) -> None:
+    """Runs in a runner that Nsight Compute started (grader.nsight): one call to warm up,
+    then PROFILED_CALLS calls between cudaProfilerStart and cudaProfilerStop (Nsight Compute
+    profiles nothing else), in an NVTX range naming the case they belong to. (On a CPU,
+    where there is nothing for it to profile, only the calls: how its driver is tested.)"""
+    label = case if isinstance(case, int) and not isinstance(case, bool) else 0
+    kernel(data)
+    if device != "cuda":
+        for _ in range(PROFILED_CALLS):
+            kernel(data)
+        return
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    torch.cuda.nvtx.range_push(f"{NVTX_RANGE} {label}")
+    try:
+        for _ in range(PROFILED_CALLS):
+            kernel(data)
+        torch.cuda.synchronize()
+    finally:
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.profiler.stop()
+
+
 def _row(event: Any) -> dict[str, Any]:
     def total(*names: str) -> float:
         for name in names:
@@ -77,9 +101,9 @@ def _row(event: Any) -> dict[str, Any]:
     }
 
 
-def table_from_reply(reply: dict[str, Any], kind: str) -> dict[str, Any]:
+def table_from_reply(reply: dict[str, Any], why_not_ncu: str) -> dict[str, Any]:
     """The runner's profile as the report keeps it: bounded and of the expected shape, or
-    the grading stops with an error."""
+    the grading stops with an error. `why_not_ncu`: why this is no Nsight Compute profile."""
     profile = reply.get("profile")
     if not isinstance(profile, dict) or not isinstance(profile.get("rows"), list):
         raise Stop("error", "the runner answered the profile request without a profile")
@@ -97,7 +121,7 @@ def table_from_reply(reply: dict[str, Any], kind: str) -> dict[str, Any]:
         rows.append(kept)
     return {
         "tool": TOOL,
-        "why_not_ncu": WHY_NOT_NCU[kind],
+        "why_not_ncu": why_not_ncu,
         "calls": _count(profile.get("calls")),
         "wall_us_per_call": _number(profile.get("wall_us_per_call")),
         "rows": rows,

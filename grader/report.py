@@ -31,6 +31,9 @@ class Mode(StrEnum):
     PROFILE = "profile"
 
 
+# The name of profile mode's Nsight Compute report among a report's files.
+PROFILE_FILE = "profile.ncu-rep"
+
 TERMINAL_STATUSES = frozenset(
     {Status.PASSED, Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.REJECTED}
 )
@@ -85,10 +88,20 @@ class Report:
     wall_s: float = 0.0
     # Where the grading's time went, in seconds per phase (see PhaseClock).
     phases: dict[str, float] = field(default_factory=dict)
+    # Files the grading hands its author beside the report, by name (profile mode's Nsight
+    # Compute report, PROFILE_FILE). Not part of to_dict(), which names each with its size:
+    # a worker sends their bytes on their own.
+    files: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        files = self.files
+        self.files = {}
+        try:
+            out = asdict(self)
+        finally:
+            self.files = files
         out["cases"] = [case.to_dict() for case in self.cases]
+        out["files"] = {name: {"bytes": len(data)} for name, data in sorted(files.items())}
         return out
 
 

@@ -5,7 +5,7 @@ harness placed in shared slabs, leaving its outputs there and answering with its
 
 Nothing here is trusted: once submission.py is imported it can change anything in this
 process, so the harness checks every answer. Usage:
-    python -m grader.runner --channel-fd N --device cpu|cuda
+    python -m grader.runner --channel-fd N --device cpu|cuda [--under-ncu]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from grader import shared
-from grader.profiling import profile_calls
+from grader.profiling import profile_calls, profile_calls_for_ncu
 from grader.protocol import ChannelClosed, recv_fd, recv_message, send_message
 from grader.staging import Layout, Sets
 from grader.timing import DEFAULT_CASE_BUDGET_S, MAX_SAMPLES, Timer
@@ -208,10 +208,14 @@ def kernelbench_kernel(module: Any, device: str, init_seed: int) -> Callable[[An
 class Runner:
     """Answers the harness's requests for one loaded submission."""
 
-    def __init__(self, kernel: Callable[[Any], Any], device: str, sock: socket.socket) -> None:
+    def __init__(
+        self, kernel: Callable[[Any], Any], device: str, sock: socket.socket, under_ncu: bool
+    ) -> None:
         self.kernel = kernel
         self.device = device
         self.sock = sock
+        # Started by Nsight Compute (grader.nsight): profiles are its, not torch.profiler's.
+        self.under_ncu = under_ncu
         self._timer: Timer | None = None
         self._sets: dict[int, Sets] = {}
 
@@ -286,6 +290,10 @@ class Runner:
                 "output": sets.deposit(index, plain_output(output)),
             }
         if op == "profile":
+            if self.under_ncu:
+                case = request.get("case")
+                profile_calls_for_ncu(self.kernel, sets.data(index), case, self.device)
+                return {"ok": True, "profile": None}
             return {
                 "ok": True,
                 "profile": profile_calls(self.kernel, sets.data(index), self.device),
@@ -335,7 +343,7 @@ def _warm_up_device(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def serve(sock: socket.socket, device: str) -> None:
+def serve(sock: socket.socket, device: str, under_ncu: bool = False) -> None:
     _warm_up_device(device)
     if not _tell(sock, {"ok": True, "ready": True}):
         return
@@ -353,7 +361,7 @@ def serve(sock: socket.socket, device: str) -> None:
         return
     if not _tell(sock, {"ok": True, "loaded": True}):
         return
-    runner = Runner(kernel, device, sock)
+    runner = Runner(kernel, device, sock, under_ncu)
     while True:
         try:
             request = recv_message(sock.fileno())
@@ -385,8 +393,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="grader.runner")
     parser.add_argument("--channel-fd", type=int, required=True)
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    parser.add_argument("--under-ncu", action="store_true")
     args = parser.parse_args(argv)
-    serve(socket.socket(fileno=args.channel_fd), args.device)
+    serve(socket.socket(fileno=args.channel_fd), args.device, args.under_ncu)
     leave()
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import sandbox
-from grader import shared
+from grader import nsight, shared
 from grader.confine import GRADER_PACKAGE, runner_env, runner_isolation
 from grader.protocol import (
     ChannelClosed,
@@ -68,12 +68,21 @@ class Exchange:
 class RunnerSession:
     """One runner child, from its start to its end: it starts with no submission (torch
     imported, its CUDA context made) in an empty work folder, gets the grading's files and
-    `load` when its grading begins, and is never used for another submission."""
+    `load` when its grading begins, and is never used for another submission. With `ncu`
+    (profile mode on a GPU) it starts under Nsight Compute's driver (grader.nsight)."""
 
-    def __init__(self, kind: str, *, isolate: bool = True, memory_bytes: int | None = None):
+    def __init__(
+        self,
+        kind: str,
+        *,
+        isolate: bool = True,
+        memory_bytes: int | None = None,
+        ncu: str | None = None,
+    ):
         self.kind = kind
         self.isolate = isolate
         self.memory_bytes = memory_bytes
+        self.ncu = ncu
         self.deadline = time.monotonic() + 3600.0  # until a grading sets its own
         self.clock = PhaseClock({})
         self.root = Path(tempfile.mkdtemp(prefix="kj-runner-"))
@@ -83,33 +92,52 @@ class RunnerSession:
         # Only the grader package is importable from the runner, not the rest of the repo.
         (lib / "grader").symlink_to(GRADER_PACKAGE, target_is_directory=True)
         self._sock, theirs = socket.socketpair()
+        # Under Nsight Compute, the driver's channel (grader.nsight).
+        self._results: socket.socket | None = None
+        results_theirs: socket.socket | None = None
+        if ncu:
+            self._results, results_theirs = socket.socketpair()
         argv = [
             sys.executable, "-m", "grader.runner",
             "--channel-fd", str(theirs.fileno()), "--device", kind,
         ]  # fmt: skip
-        isolation = runner_isolation(self.work, kind, memory_bytes) if isolate else None
+        more = nsight.sandbox_paths(ncu) if ncu else []
+        isolation = runner_isolation(self.work, kind, memory_bytes, more) if isolate else None
+        env = runner_env(self.work, lib, kind, isolated=isolation is not None)
+        passed = [theirs.fileno()]
+        if ncu and results_theirs is not None:
+            argv = nsight.driver_argv(ncu, results_theirs.fileno(), [*argv, "--under-ncu"])
+            env["PATH"] = os.pathsep.join([str(Path(ncu).parent), env["PATH"]])
+            passed.append(results_theirs.fileno())
         try:
             self.child = sandbox.start(
                 argv,
                 cwd=self.work,
-                env=runner_env(self.work, lib, kind, isolated=isolation is not None),
-                pass_fds=(theirs.fileno(),),
+                env=env,
+                pass_fds=tuple(passed),
                 isolation=isolation,
             )
         except BaseException:
             self._sock.close()
+            if self._results is not None:
+                self._results.close()
             shutil.rmtree(self.root, ignore_errors=True)
             raise
         finally:
             theirs.close()
+            if results_theirs is not None:
+                results_theirs.close()
         self._fd = self._sock.fileno()
         os.set_blocking(self._fd, False)
+        if self._results is not None:
+            os.set_blocking(self._results.fileno(), False)
         self._ready = False
         self._loaded = False
         self._slabs: dict[str, tuple[int, Slab]] = {}
 
     def matches(self, kind: str, isolate: bool, memory_bytes: int | None) -> bool:
-        return (kind, isolate, memory_bytes) == (self.kind, self.isolate, self.memory_bytes)
+        same = (kind, isolate, memory_bytes) == (self.kind, self.isolate, self.memory_bytes)
+        return same and self.ncu is None
 
     def alive(self) -> bool:
         return self.child.poll() is None
@@ -242,9 +270,31 @@ class RunnerSession:
 
     # -- the end ----------------------------------------------------------------------------
 
+    def collect_profile(self, deadline: float) -> tuple[dict[str, Any], bytes | None]:
+        """Under Nsight Compute: end the runner, then take the driver's summary (see
+        grader.nsight) and its report's bytes, by `deadline`. Raises Stop without them."""
+        assert self._results is not None, "a runner not started under Nsight Compute"
+        self.deadline = deadline
+        with contextlib.suppress(Stop):
+            self._send({"op": "exit"})  # a runner that has gone already is as good
+        try:
+            reply = recv_message(self._results.fileno(), deadline=deadline, max_bytes=16 << 20)
+            if not isinstance(reply, dict):
+                raise ChannelError("not a summary")
+            summary = nsight.summary_from_reply(reply)
+            if not summary["report"]:
+                return summary, None
+            return summary, nsight.read_report(self._results, deadline)
+        except ChannelTimeout as exc:
+            raise Stop("timeout", "Nsight Compute's report was not read back in time") from exc
+        except (ChannelClosed, ChannelError, OSError) as exc:
+            raise Stop("error", f"Nsight Compute's summary did not come back: {exc}") from exc
+
     def close(self) -> sandbox.ProcessResult:
         with contextlib.suppress(OSError):
             self._sock.close()
+            if self._results is not None:
+                self._results.close()
         if self._loaded or self._ready:
             # A runner whose channel closed exits by itself; give it a moment.
             self.child.wait(max(0.0, min(EXIT_GRACE_S, self.deadline - time.monotonic())))

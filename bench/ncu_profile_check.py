@@ -1,0 +1,197 @@
+"""Profile mode through the service against Nsight Compute's own run of the same kernels.
+`kerneljudge serve` with its local sandboxed worker on this host's GPU grades each solution
+in profile mode (REST, as a competitor would); its report file is downloaded and opened with
+`ncu --import`; then each solution runs outside the service under `ncu` directly, on the
+same public benchmark inputs with the same calls (one to warm up, three profiled), and each
+kernel's median duration is set beside the service's. Afterwards: the GPU's processes.
+
+    python bench/ncu_profile_check.py [SOLUTION ...] [--out FILE]
+    # default: vectoradd's pytorch, triton and cuda_inline solutions"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from service_demo import REPO, TERMINAL, add_user, call, serving
+
+from grader import nsight
+from grader.problem import load_problem
+from grader.profiling import NVTX_RANGE, PROFILED_CALLS
+
+DEFAULT = ["pytorch", "triton", "cuda_inline"]
+TOLERANCE = 0.05
+# Outside the service: the solution's calls as the runner makes them under ncu.
+OWN_RUN = """
+import importlib.util, json, sys, torch
+problem_dir, solution, cases = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+sys.path.insert(0, problem_dir)
+from reference import generate_input
+spec = importlib.util.spec_from_file_location("submission", solution)
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+for index, case in enumerate(cases, start=1):
+    data = generate_input(**case)
+    module.custom_kernel(data)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    torch.cuda.nvtx.range_push(f"{range} {{index}}")
+    for _ in range({calls}):
+        module.custom_kernel(data)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
+    torch.cuda.profiler.stop()
+print("own run done")
+"""
+
+
+def download(url: str, token: str, path: Path) -> int:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        data = response.read()
+    path.write_bytes(data)
+    return len(data)
+
+
+def opens(ncu: str, path: Path) -> dict[str, Any]:
+    """Whether `ncu --import` reads the file, and how many kernels it lists."""
+    done = subprocess.run(
+        [ncu, "--import", str(path), "--csv", "--page", "raw", "--metrics", nsight.DURATION],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    launches, _ = nsight.rows_of(done.stdout)
+    return {"rc": done.returncode, "kernels": len(launches), "stderr": done.stderr[-400:]}
+
+
+def own_run(ncu: str, solution: Path, cases: list[dict[str, Any]], root: Path) -> dict[str, Any]:
+    script = root / "own_run.py"
+    script.write_text(OWN_RUN.format(range=NVTX_RANGE, calls=PROFILED_CALLS))
+    report = root / f"own-{solution.stem}"
+    record = [ncu, "--clock-control", "none", "--profile-from-start", "off", "--nvtx",
+              "--metrics", nsight.DURATION, "-f", "-o", str(report)]  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(
+        [*record, sys.executable, str(script), str(REPO / "problems" / "vectoradd"),
+         str(solution), json.dumps(cases)],
+        capture_output=True, text=True, timeout=400,
+    )  # fmt: skip
+    pages = []
+    for renamed in (False, True):
+        argv = [ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw"]
+        argv += ["--print-units", "base"] + (["--print-nvtx-rename", "kernel"] if renamed else [])
+        pages.append(subprocess.run(argv, capture_output=True, text=True, timeout=120).stdout)
+    return {"rc": done.returncode, "wall_s": time.monotonic() - started,
+            "stderr": done.stderr[-600:], "cases": nsight.summarize(*pages)}  # fmt: skip
+
+
+def compare(service: list[dict[str, Any]], own: dict[str, list[dict[str, Any]]]) -> list[dict]:
+    rows = []
+    for index, case in enumerate(service, start=1):
+        theirs = {k["name"]: k for k in own.get(str(index), [])}
+        for kernel in (case.get("profile") or {}).get("kernels", []):
+            other = theirs.get(kernel["name"])
+            ours, ncu_us = kernel.get("duration_us"), (other or {}).get("duration_us")
+            ratio = ours / ncu_us if ours and ncu_us else None
+            rows.append({"case": case["params"], "kernel": kernel["name"][:90],
+                         "service_us": ours, "ncu_us": ncu_us, "ratio": ratio,
+                         "within": ratio is not None and abs(ratio - 1) <= TOLERANCE,
+                         "memory_pct": kernel.get("memory_pct"),
+                         "occupancy_pct": kernel.get("occupancy_pct"),
+                         "registers": kernel.get("registers_per_thread"),
+                         "stalls": kernel.get("stalls")})  # fmt: skip
+    return rows
+
+
+def gpu_processes() -> str:
+    done = subprocess.run(
+        ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    memory = subprocess.run(
+        ["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader"],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    return f"processes: [{done.stdout.strip()}] memory used: {memory.stdout.strip()}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("solutions", nargs="*", default=DEFAULT)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    ncu = nsight.find_ncu()
+    if ncu is None:
+        print("no ncu on this host")
+        return 1
+    root = Path(tempfile.mkdtemp(prefix="kj-ncu-check-"))
+    data_dir = root / "data"
+    env = {**os.environ, "KJ_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+    token = add_user(env, "profiler")
+    cases = load_problem("vectoradd").benchmarks_for("cuda")
+    print("ncu:", ncu, nsight._version(ncu), "| before:", gpu_processes())
+    results: dict[str, Any] = {"ncu": ncu, "solutions": {}}
+    with serving(env, root / "serve.log") as base:
+        ids = {}
+        for name in args.solutions:
+            code = (REPO / "problems" / "vectoradd" / "solutions" / f"{name}.py").read_text()
+            body = {"problem": "vectoradd", "code": code, "mode": "profile"}
+            ids[name] = call("POST", f"{base}/api/v1/submissions", token, body)["id"]
+        for name, sid in ids.items():
+            started = time.monotonic()
+            while (report := call("GET", f"{base}/api/v1/submissions/{sid}", token))[
+                "status"
+            ] not in TERMINAL:
+                time.sleep(1)
+            entry: dict[str, Any] = {"status": report["status"], "message": report["message"],
+                                     "files": report.get("files"), "phases": report.get("phases"),
+                                     "waited_s": time.monotonic() - started}  # fmt: skip
+            print(f"\n== {name}: {report['status']} | {report['message'][:300]}")
+            print("   phases:", {k: round(v, 2) for k, v in (report.get("phases") or {}).items()})
+            if (report.get("files") or {}).get("profile.ncu-rep"):
+                saved = root / f"service-{name}.ncu-rep"
+                url = f"{base}/api/v1/submissions/{sid}/files/profile.ncu-rep"
+                entry["downloaded_bytes"] = download(url, token, saved)
+                entry["import"] = opens(ncu, saved)
+                print("   report file:", entry["downloaded_bytes"], "bytes; ncu --import:",
+                      entry["import"])  # fmt: skip
+            entry["cases"] = report["cases"]
+            results["solutions"][name] = entry
+    results["after_service"] = gpu_processes()
+    print("\nafter the service:", results["after_service"])
+    failures = 0
+    for name, entry in results["solutions"].items():
+        if entry["status"] != "passed":
+            failures += 1
+            continue
+        solution = REPO / "problems" / "vectoradd" / "solutions" / f"{name}.py"
+        own = own_run(ncu, solution, cases, root)
+        entry["own_run"] = {k: v for k, v in own.items() if k != "cases"}
+        entry["compare"] = compare(entry["cases"], own["cases"])
+        print(f"\n== {name}: ncu's own run rc {own['rc']} in {own['wall_s']:.1f} s")
+        for row in entry["compare"]:
+            ratio = f"{row['ratio']:.4f}" if row["ratio"] else "-"
+            print(f"   {row['case']} {row['kernel']}: service {row['service_us']} µs, "
+                  f"ncu {row['ncu_us']} µs, ratio {ratio}, mem {row['memory_pct']}%, "
+                  f"occupancy {row['occupancy_pct']}%, regs {row['registers']}, "
+                  f"stalls {row['stalls']}")  # fmt: skip
+        failures += not entry["compare"] or not all(row["within"] for row in entry["compare"])
+    results["after_all"] = gpu_processes()
+    print("\nafter all:", results["after_all"])
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1, default=str))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
