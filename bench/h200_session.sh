@@ -50,7 +50,8 @@
 #                                         #    (NCU_PROBE=1) Nsight Compute in the sandbox
 #   bash bench/h200_session.sh profile    # one stream: profile mode under Nsight Compute through
 #                                         #    the service against ncu's own run
-#                                         #    (bench/ncu_profile_check.py; PROFILED), (RMSNORM=1)
+#                                         #    (bench/ncu_profile_check.py; PROFILED; DIRECT=1:
+#                                         #    graded in one process, not the service), (RMSNORM=1)
 #                                         #    rmsnorm's ten fresh leaderboard gradings
 #   bash bench/h200_session.sh ranked     # A: a persisting-L2 window against the flush
 #                                         #    (bench/l2_persisting.py: honest medians with
@@ -336,7 +337,8 @@ for name, dist in (('helion', 'helion'), ('cutlass', 'nvidia-cutlass-dsl')):
 
 profile_stream() {  # profile mode under Nsight Compute through the service; rmsnorm's ranking
   step 330 "profile mode through serve against ncu's own run (vectoradd: ${PROFILED:-pytorch triton cuda_inline})" \
-    python3 bench/ncu_profile_check.py ${PROFILED:-pytorch triton cuda_inline} --out "$out/ncu_profile.json"
+    python3 bench/ncu_profile_check.py ${PROFILED:-pytorch triton cuda_inline} ${DIRECT:+--direct} \
+    --out "$out/ncu_profile.json"
   step 30 "GPU state after the profiles" python3 -c \
     "from grader.hygiene import gpu_state; print(gpu_state())"
   if [ -n "${RMSNORM:-}" ]; then

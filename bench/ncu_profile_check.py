@@ -27,8 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from service_demo import REPO, TERMINAL, add_user, call, serving
 
 from grader import nsight
+from grader.harness import grade
 from grader.problem import load_problem
 from grader.profiling import NVTX_RANGE, PROFILED_CALLS
+from grader.report import PROFILE_FILE
 
 DEFAULT = ["pytorch", "triton", "cuda_inline"]
 TOLERANCE = 0.05
@@ -125,25 +127,15 @@ def gpu_processes() -> str:
     return f"processes: [{done.stdout.strip()}] memory used: {memory.stdout.strip()}"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("solutions", nargs="*", default=DEFAULT)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
-    ncu = nsight.find_ncu()
-    if ncu is None:
-        print("no ncu on this host")
-        return 1
-    root = Path(tempfile.mkdtemp(prefix="kj-ncu-check-"))
-    data_dir = root / "data"
-    env = {**os.environ, "KJ_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
-    token = add_user(env, "profiler")
-    cases = load_problem("vectoradd").benchmarks_for("cuda")
-    print("ncu:", ncu, nsight._version(ncu), "| before:", gpu_processes())
-    results: dict[str, Any] = {"ncu": ncu, "solutions": {}}
+def through_service(
+    ncu: str, env: dict[str, str], token: str, names: list[str], root: Path
+) -> dict[str, Any]:
+    """Each solution submitted in profile mode to `kerneljudge serve`, its report polled
+    and its report file downloaded and opened."""
+    graded: dict[str, Any] = {}
     with serving(env, root / "serve.log") as base:
         ids = {}
-        for name in args.solutions:
+        for name in names:
             code = (REPO / "problems" / "vectoradd" / "solutions" / f"{name}.py").read_text()
             body = {"problem": "vectoradd", "code": code, "mode": "profile"}
             ids[name] = call("POST", f"{base}/api/v1/submissions", token, body)["id"]
@@ -153,22 +145,75 @@ def main() -> int:
                 "status"
             ] not in TERMINAL:
                 time.sleep(1)
-            entry: dict[str, Any] = {"status": report["status"], "message": report["message"],
-                                     "files": report.get("files"), "phases": report.get("phases"),
-                                     "waited_s": time.monotonic() - started}  # fmt: skip
-            print(f"\n== {name}: {report['status']} | {report['message'][:300]}")
-            print("   phases:", {k: round(v, 2) for k, v in (report.get("phases") or {}).items()})
-            if (report.get("files") or {}).get("profile.ncu-rep"):
+            entry = shown(name, report, time.monotonic() - started)
+            if (report.get("files") or {}).get(PROFILE_FILE):
                 saved = root / f"service-{name}.ncu-rep"
-                url = f"{base}/api/v1/submissions/{sid}/files/profile.ncu-rep"
+                url = f"{base}/api/v1/submissions/{sid}/files/{PROFILE_FILE}"
                 entry["downloaded_bytes"] = download(url, token, saved)
                 entry["import"] = opens(ncu, saved)
                 print("   report file:", entry["downloaded_bytes"], "bytes; ncu --import:",
                       entry["import"])  # fmt: skip
-            entry["cases"] = report["cases"]
-            results["solutions"][name] = entry
+            graded[name] = entry
+    return graded
+
+
+def graded_here(ncu: str, names: list[str], root: Path) -> dict[str, Any]:
+    """Each solution graded in profile mode by grader.harness.grade in this process (the
+    sandbox as a worker's), its report file written out and opened."""
+    problem = load_problem("vectoradd")
+    graded: dict[str, Any] = {}
+    for name in names:
+        code = (REPO / "problems" / "vectoradd" / "solutions" / f"{name}.py").read_text()
+        started = time.monotonic()
+        report = grade(problem, code, mode="profile", device="cuda")
+        entry = shown(name, report.to_dict(), time.monotonic() - started)
+        if PROFILE_FILE in report.files:
+            saved = root / f"here-{name}.ncu-rep"
+            saved.write_bytes(report.files[PROFILE_FILE])
+            entry["import"] = opens(ncu, saved)
+            print("   report file:", saved.stat().st_size, "bytes; ncu --import:",
+                  entry["import"])  # fmt: skip
+        entry["stderr"] = report.stderr[-1500:]
+        graded[name] = entry
+    return graded
+
+
+def shown(name: str, report: dict[str, Any], waited_s: float) -> dict[str, Any]:
+    print(f"\n== {name}: {report['status']} after {waited_s:.1f} s | {report['message'][:400]}")
+    print("   phases:", {k: round(v, 2) for k, v in (report.get("phases") or {}).items()})
+    for case in report["cases"]:
+        profile = case.get("profile") or {}
+        print("  ", case["params"], profile.get("tool"), profile.get("why_not_ncu", ""),
+              [(k["name"][:60], k["duration_us"]) for k in profile.get("kernels", [])])  # fmt: skip
+    return {"status": report["status"], "message": report["message"], "waited_s": waited_s,
+            "files": report.get("files"), "phases": report.get("phases"),
+            "cases": report["cases"]}  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("solutions", nargs="*", default=DEFAULT)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--direct", action="store_true",
+                        help="grade with grader.harness.grade in this process, not the service")
+    args = parser.parse_args()
+    ncu = nsight.find_ncu()
+    if ncu is None:
+        print("no ncu on this host")
+        return 1
+    root = Path(tempfile.mkdtemp(prefix="kj-ncu-check-"))
+    data_dir = root / "data"
+    env = {**os.environ, "KJ_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+    cases = load_problem("vectoradd").benchmarks_for("cuda")
+    print("ncu:", ncu, nsight._version(ncu), "| before:", gpu_processes())
+    results: dict[str, Any] = {"ncu": ncu, "solutions": {}}
+    if args.direct:
+        results["solutions"] = graded_here(ncu, args.solutions, root)
+    else:
+        token = add_user(env, "profiler")
+        results["solutions"] = through_service(ncu, env, token, args.solutions, root)
     results["after_service"] = gpu_processes()
-    print("\nafter the service:", results["after_service"])
+    print("\nafter the gradings:", results["after_service"])
     failures = 0
     for name, entry in results["solutions"].items():
         if entry["status"] != "passed":
