@@ -337,7 +337,7 @@ for name, dist in (('helion', 'helion'), ('cutlass', 'nvidia-cutlass-dsl')):
 
 profile_stream() {  # profile mode under Nsight Compute through the service; rmsnorm's ranking
   step 330 "profile mode through serve against ncu's own run (vectoradd: ${PROFILED:-pytorch triton cuda_inline})" \
-    python3 bench/ncu_profile_check.py ${PROFILED:-pytorch triton cuda_inline} ${DIRECT:+--direct} \
+    python3 bench/ncu_profile_check.py ${PROFILED:-pytorch triton cuda_inline} ${DIRECT:+--direct} ${VARIANTS:+--variants} \
     --out "$out/ncu_profile.json"
   step 30 "GPU state after the profiles" python3 -c \
     "from grader.hygiene import gpu_state; print(gpu_state())"

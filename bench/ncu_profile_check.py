@@ -38,7 +38,8 @@ TOLERANCE = 0.05
 OWN_RUN = """
 import importlib.util, json, sys, torch
 problem_dir, solution, cases = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-sys.path.insert(0, problem_dir)
+marks = sys.argv[4] if len(sys.argv) > 4 else "start-stop"
+sys.path[:0] = [problem_dir, problem_dir + "/.."]
 from reference import generate_input
 spec = importlib.util.spec_from_file_location("submission", solution)
 module = importlib.util.module_from_spec(spec)
@@ -47,15 +48,55 @@ for index, case in enumerate(cases, start=1):
     data = generate_input(**case)
     module.custom_kernel(data)
     torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    torch.cuda.nvtx.range_push(f"{range} {{index}}")
+    if marks == "start-stop":
+        torch.cuda.profiler.start()
+    torch.cuda.nvtx.range_push("{range}" if marks == "plain" else f"{range} {{index}}")
     for _ in range({calls}):
         module.custom_kernel(data)
     torch.cuda.synchronize()
     torch.cuda.nvtx.range_pop()
-    torch.cuda.profiler.stop()
+    if marks == "start-stop":
+        torch.cuda.profiler.stop()
 print("own run done")
 """
+
+
+# Ways of telling ncu which kernels are the submission's: (script marks, ncu's options).
+VARIANTS = {
+    "start-stop": ("start-stop", ["--profile-from-start", "off", "--nvtx"]),
+    "include-each": ("ranges", ["--nvtx", "--nvtx-include", f"{NVTX_RANGE} 1/",
+                                "--nvtx-include", f"{NVTX_RANGE} 2/"]),
+    "include-regex": ("ranges", ["--nvtx", "--nvtx-include", f"regex:{NVTX_RANGE} [0-9]+/"]),
+    "include-plain": ("plain", ["--nvtx", "--nvtx-include", f"{NVTX_RANGE}/"]),
+}  # fmt: skip
+
+
+def variants(ncu: str, solution: Path, cases: list[dict[str, Any]], root: Path) -> dict:
+    """How many kernels ncu profiles under each way of marking the calls (two cases)."""
+    script = root / "own_run.py"
+    script.write_text(OWN_RUN.format(range=NVTX_RANGE, calls=PROFILED_CALLS))
+    found = {}
+    for name, (marks, options) in VARIANTS.items():
+        report = root / f"variant-{name}"
+        done = subprocess.run(
+            [ncu, "--clock-control", "none", *options, "--metrics", nsight.DURATION, "-f", "-o",
+             str(report), sys.executable, str(script), str(REPO / "problems" / "vectoradd"),
+             str(solution), json.dumps(cases[:2]), marks],
+            capture_output=True, text=True, timeout=200,
+        )  # fmt: skip
+        page = subprocess.run(
+            [ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw", "--print-units",
+             "base", "--print-nvtx-rename", "kernel"],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        launches, _ = nsight.rows_of(page.stdout)
+        found[name] = {"rc": done.returncode, "launches": len(launches),
+                       "renamed": sorted({x.get("Kernel Name", "") for x in launches})[:4],
+                       "ncu_said": [line for line in done.stdout.splitlines()
+                                    if line.startswith("==")][-6:],
+                       "import_head": page.stdout[:300], "stderr": done.stderr[-300:]}  # fmt: skip
+        print("variant", name, json.dumps(found[name])[:1500])
+    return found
 
 
 def download(url: str, token: str, path: Path) -> int:
@@ -181,6 +222,7 @@ def graded_here(ncu: str, names: list[str], root: Path) -> dict[str, Any]:
 def shown(name: str, report: dict[str, Any], waited_s: float) -> dict[str, Any]:
     print(f"\n== {name}: {report['status']} after {waited_s:.1f} s | {report['message'][:400]}")
     print("   phases:", {k: round(v, 2) for k, v in (report.get("phases") or {}).items()})
+    print("   stderr:", report.get("stderr", "")[-600:])
     for case in report["cases"]:
         profile = case.get("profile") or {}
         print("  ", case["params"], profile.get("tool"), profile.get("why_not_ncu", ""),
@@ -194,6 +236,8 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("solutions", nargs="*", default=DEFAULT)
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--variants", action="store_true",
+                        help="first: how many kernels each way of marking the calls profiles")
     parser.add_argument("--direct", action="store_true",
                         help="grade with grader.harness.grade in this process, not the service")
     args = parser.parse_args()
@@ -207,6 +251,9 @@ def main() -> int:
     cases = load_problem("vectoradd").benchmarks_for("cuda")
     print("ncu:", ncu, nsight._version(ncu), "| before:", gpu_processes())
     results: dict[str, Any] = {"ncu": ncu, "solutions": {}}
+    if args.variants:
+        first = REPO / "problems" / "vectoradd" / "solutions" / f"{args.solutions[0]}.py"
+        results["variants"] = variants(ncu, first, cases, root)
     if args.direct:
         results["solutions"] = graded_here(ncu, args.solutions, root)
     else:

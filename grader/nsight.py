@@ -169,9 +169,11 @@ def drive(ncu: str, target: list[str], channel_fd: int, results_fd: int) -> None
 def _collected(ncu: str, returncode: int) -> dict[str, Any]:
     log_file = Path(_temp(LOG_NAME))
     log = log_file.read_text(errors="replace") if log_file.exists() else ""
-    errors = [line.strip() for line in log.splitlines() if line.startswith("==ERROR==")]
-    found: dict[str, Any] = {"returncode": returncode, "errors": errors[:5], "report": False,
-                             "version": _version(ncu), "cases": {}}  # fmt: skip
+    said = [
+        line.strip() for line in log.splitlines() if line.startswith(("==ERROR==", "==WARNING=="))
+    ]
+    found: dict[str, Any] = {"returncode": returncode, "errors": said[:5], "report": False,
+                             "version": _version(ncu), "cases": {}, "launches": 0}  # fmt: skip
     if not Path(_report_file()).exists():
         return found
     found["report"] = True
@@ -181,6 +183,7 @@ def _collected(ncu: str, returncode: int) -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError) as exc:
         found["errors"].append(f"ncu --import failed: {exc}")
         return found
+    found["launches"] = len(rows_of(named)[0])
     found["cases"] = summarize(named, ranged)
     return found
 
@@ -317,9 +320,12 @@ def summary_from_reply(reply: dict[str, Any]) -> dict[str, Any]:
             kept[case] = [_kept_kernel(k) for k in kernels[:MAX_KERNELS] if isinstance(k, dict)]
     errors = found.get("errors")
     errors = errors if isinstance(errors, list) else []
+    returncode, launches = found.get("returncode"), found.get("launches")
     return {
         "version": str(found.get("version", ""))[:40],
         "report": found.get("report") is True,
+        "returncode": returncode if isinstance(returncode, int) else None,
+        "launches": launches if isinstance(launches, int) else 0,
         "errors": [str(line)[:500] for line in errors[:5]],
         "cases": kept,
     }
@@ -364,9 +370,13 @@ def why_not(summary: dict[str, Any] | None, message: str = "") -> str:
     if summary is None:
         shown = message.strip().splitlines()[0] if message.strip() else "no summary came back"
         return f"Nsight Compute's run of this submission ended without a profile ({shown})"
-    if errors:
-        return f"Nsight Compute profiled no kernel of this submission: {errors[0]}"
-    return "Nsight Compute profiled no kernel of this submission's calls"
+    said = f" ({summary['errors'][0]})" if errors else ""
+    if not summary.get("report"):
+        code = summary.get("returncode")
+        return f"Nsight Compute wrote no report (ncu exited with {code}){said}"
+    if summary.get("launches"):
+        return f"Nsight Compute's report holds no kernel of this submission's calls{said}"
+    return f"Nsight Compute profiled no kernel of this submission's calls{said}"
 
 
 def read_report(sock: socket.socket, deadline: float) -> bytes:
