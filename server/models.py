@@ -1,5 +1,5 @@
-"""The tables: users and their API tokens, problems and their validations, submissions and
-their per-case runs, failed log-ins and the audit log of admin actions."""
+"""The tables: users and their API tokens, problems and their validations, submissions with
+their per-case runs and their files, failed log-ins and the audit log of admin actions."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Text,
@@ -259,6 +260,23 @@ class Run(Base):
     samples: Mapped[int | None] = mapped_column(Integer, default=None)
 
     submission: Mapped[Submission] = relationship(back_populates="runs")
+
+
+class SubmissionFile(Base):
+    """A file a grading handed its author beside the report (profile mode's Nsight Compute
+    report, grader.report.PROFILE_FILE), as a worker sent it: one per submission and name,
+    read only to be downloaded."""
+
+    __tablename__ = "submission_files"
+
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True
+    )
+    name: Mapped[str] = mapped_column(NulFreeString(64), primary_key=True)
+    content: Mapped[bytes] = mapped_column(LargeBinary)
+    size: Mapped[int] = mapped_column(Integer)
+    sha256: Mapped[str] = mapped_column(NulFreeString(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class WebSession(Base):

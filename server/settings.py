@@ -27,6 +27,9 @@ class Settings(BaseSettings):
     max_code_bytes: int = 1_000_000
     max_request_bytes: int = 60_000_000
     max_archive_bytes: int = 20_000_000
+    # The largest file the service keeps beside a grading's report (profile mode's Nsight
+    # Compute report), as a worker host sends it: larger ones are refused.
+    max_profile_file_bytes: int = Field(default=32 << 20, gt=0)
     # Longer than the longest grading, so a live worker's job is never handed out twice.
     visibility_timeout_s: int = 3600
     # How often a worker looks for gradings whose worker died and whose visibility timeout

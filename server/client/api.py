@@ -133,6 +133,15 @@ class Api:
             self.get_json(f"/api/v1/submissions/{submission_id}", token=self.login.require_token())
         )
 
+    def submission_file(self, submission_id: int, name: str) -> bytes:
+        """A file the submission's grading left (its Nsight Compute report), as it is."""
+        return self.request(
+            "GET",
+            f"/api/v1/submissions/{submission_id}/files/{quote(name)}",
+            token=self.login.require_token(),
+            headers={"Accept": "application/octet-stream"},
+        ).content
+
     def submissions(self, problem: str | None, limit: int | None) -> dict[str, Any]:
         params = given({"problem": problem, "limit": limit})
         return dict(

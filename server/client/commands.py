@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import typer
 from rich.text import Text
 
+from grader.report import PROFILE_FILE, Mode
 from server.client import config, show
 from server.client.api import Api
 from server.client.errors import ClientError, ExitCode, NotLoggedIn, verdict_exit
@@ -25,12 +26,22 @@ from server.client.follow import Progress, describe, follow
 
 PANEL = "Submitting to a server"
 TEMPLATE = "submission.py"
+PROFILE_MODE = Mode.PROFILE.value
 
 JsonOption = Annotated[
     bool, typer.Option("--json", help="print one JSON document on stdout, and nothing else")
 ]
 GpuOption = Annotated[
     str | None, typer.Option(help="device type, e.g. h200; default: the problem's first")
+]
+ProfileOutOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--profile-out",
+        dir_okay=False,
+        help="profile mode: write the Nsight Compute report (.ncu-rep) here, when the "
+        "worker could make one",
+    ),
 ]
 
 Command = TypeVar("Command", bound=Callable[..., None])
@@ -217,6 +228,7 @@ def submit(
     problem: Annotated[str, typer.Option("--problem", "-p", help="the problem's name")],
     mode: Annotated[str, typer.Option(help="test, benchmark, leaderboard or profile")] = "test",
     gpu: GpuOption = None,
+    profile_out: ProfileOutOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Submit a kernel and follow it to its verdict.
@@ -224,6 +236,11 @@ def submit(
     Shows its place in the queue and expected wait, then the per-case table. Exits 0 only
     if it passed: 1 failed, 3 error, 4 timeout, 5 rejected, 6 refused by the server, 7
     server unreachable."""
+    if profile_out is not None and mode != PROFILE_MODE:
+        raise ClientError(
+            f"--profile-out needs --mode {PROFILE_MODE}: only a profile run makes an Nsight "
+            "Compute report"
+        )
     try:
         code = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -240,6 +257,8 @@ def submit(
             )
         )
         final = follow_or_interrupt(server, submission_id)
+        if profile_out is not None:
+            save_profile(server, final, profile_out)
     finish(final, as_json)
 
 
@@ -254,6 +273,35 @@ def follow_or_interrupt(server: Api, submission_id: int) -> dict[str, Any]:
             )
         )
         raise typer.Exit(ExitCode.INTERRUPTED) from None
+
+
+def save_profile(server: Api, submission: dict[str, Any], path: Path) -> None:
+    """Write the submission's Nsight Compute report to `path` when its report names one;
+    otherwise say, on stderr, why there is none (the verdict's exit code stands)."""
+    errors = show.console(stderr=True)
+    if PROFILE_FILE not in (submission.get("files") or {}):
+        errors.print(Text(f"no Nsight Compute report, so nothing written to {path}: "
+                          f"{why_no_profile(submission)}", style="yellow"))  # fmt: skip
+        return
+    content = server.submission_file(int(submission["id"]), PROFILE_FILE)
+    try:
+        path.write_bytes(content)
+    except OSError as exc:
+        raise ClientError(f"cannot write {path}: {exc}") from exc
+    errors.print(Text(f"wrote the Nsight Compute report ({len(content)} bytes) to {path}; "
+                      f"open it with ncu-ui, or ncu --import {path}"))  # fmt: skip
+
+
+def why_no_profile(submission: dict[str, Any]) -> str:
+    if submission.get("mode") != PROFILE_MODE:
+        return f"only profile mode makes one, and this is a {submission.get('mode')}-mode run"
+    for case in submission.get("cases") or []:
+        why = (case.get("profile") or {}).get("why_not_ncu")
+        if why:
+            return str(why)
+    if submission.get("status") != "passed":
+        return f"the grading ended {submission.get('status')} before its calls were profiled"
+    return "the worker made none"
 
 
 def finish(submission: dict[str, Any], as_json: bool) -> None:
@@ -272,6 +320,7 @@ def status(
     wait: Annotated[
         bool, typer.Option("--wait", help="follow it to its verdict if it has none yet")
     ] = False,
+    profile_out: ProfileOutOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """A submission's status and report.
@@ -282,7 +331,15 @@ def status(
             submission = follow_or_interrupt(server, submission_id)
         else:
             submission = server.submission(submission_id)
-    if not wait and submission.get("status") in ("queued", "running") and not as_json:
+        unfinished = submission.get("status") in ("queued", "running")
+        if profile_out is not None and unfinished:
+            show.console(stderr=True).print(Text(
+                f"submission {submission_id} has no verdict yet, so nothing written to "
+                f"{profile_out}: kerneljudge status {submission_id} --wait --profile-out "
+                f"{profile_out}", style="yellow"))  # fmt: skip
+        elif profile_out is not None:
+            save_profile(server, submission, profile_out)
+    if not wait and unfinished and not as_json:
         show.console().print(Text(describe(submission, None)))
         raise typer.Exit(ExitCode.UNFINISHED)
     finish(submission, as_json)

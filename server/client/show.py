@@ -17,6 +17,14 @@ OUTPUT_LINES = 30
 # Width of tables written to a file or a pipe, where there is no terminal to measure.
 PIPE_WIDTH = 140
 UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+# A case's profile when Nsight Compute ran on the worker (grader/nsight.py), and how to read
+# its table.
+NCU = "nsight-compute"
+NCU_LEGEND = (
+    "a kernel's duration is the median of its launches; memory, compute and occupancy in % "
+    "of the device's peak; registers per thread, shared bytes per block; stalls in cycles "
+    "per issued instruction"
+)
 
 
 def console(*, stderr: bool = False) -> Console:
@@ -100,31 +108,80 @@ def cases_table(cases: list[dict[str, Any]]) -> Table:
 
 
 def profile_tables(out: Console, cases: list[dict[str, Any]]) -> None:
-    """Profile mode: each case's heaviest operations, per call, and why there is no Nsight
+    """Profile mode: each case's kernels as Nsight Compute measured them, or where it could
+    not run, the heaviest torch.profiler operations per call and why there is no Nsight
     Compute profile."""
     profiled = [(label, case) for label, case in zip(labels(cases), cases, strict=True)
                 if case.get("profile")]  # fmt: skip
+    kernels = [case["profile"] for _, case in profiled if case["profile"].get("tool") == NCU]
+    operations = [case["profile"] for _, case in profiled if case["profile"].get("tool") != NCU]
     for label, case in profiled:
-        profile = case["profile"]
-        calls = max(1, int(profile.get("calls") or 1))
-        table = Table("operation or kernel", "on", "calls", "self CPU", "CPU total", "self GPU",
-                      title=f"{label} ({params(case)}): "
-                      f"{duration(profile.get('wall_us_per_call', 0) / 1e6)} a call")  # fmt: skip
-        for row in profile.get("rows") or []:
-            device = row.get("self_device_us") or 0
-            table.add_row(
-                Text(str(row.get("name", ""))),
-                str(row.get("device_type", "")),
-                f"{row.get('count', 0) / calls:g}",
-                duration(row.get("self_us", 0) / calls / 1e6),
-                duration(row.get("total_us", 0) / calls / 1e6),
-                duration(device / calls / 1e6) if device else "",
-            )
-        out.print(table)
-    if profiled:
-        first = profiled[0][1]["profile"]
+        if case["profile"].get("tool") == NCU:
+            out.print(kernels_table(label, case))
+        else:
+            out.print(operations_table(label, case))
+    if kernels:
+        tool = f"Nsight Compute {kernels[0].get('version') or ''}".rstrip()
+        out.print(Text(f"{tool}, {kernels[0].get('calls')} calls a case: {NCU_LEGEND}"))
+    if operations:
+        first = operations[0]
         out.print(Text(f"{first.get('tool')}, {first.get('calls')} calls a case, times per "
                        f"call; no Nsight Compute profile: {first.get('why_not_ncu')}"))  # fmt: skip
+
+
+def kernels_table(label: str, case: dict[str, Any]) -> Table:
+    profile = case["profile"]
+    table = Table("kernel", "launches", "duration", "memory", "compute", "occupancy",
+                  "regs", "shared B", "block × grid", "top stalls",
+                  title=f"{label} ({params(case)}): Nsight Compute")  # fmt: skip
+    for kernel in profile.get("kernels") or []:
+        block, grid = kernel.get("block_size"), kernel.get("grid_size")
+        stalls = kernel.get("stalls") or []
+        table.add_row(
+            Text(str(kernel.get("name", ""))),
+            str(kernel.get("launches", "")),
+            duration(micro(kernel.get("duration_us"))),
+            pct(kernel.get("memory_pct")),
+            pct(kernel.get("compute_pct")),
+            pct(kernel.get("occupancy_pct")),
+            given(kernel.get("registers_per_thread")),
+            given(kernel.get("shared_bytes_per_block")),
+            f"{block} × {grid}" if block is not None and grid is not None else "",
+            Text("\n".join(f"{s.get('reason')} {s.get('per_issue', 0):.1f}" for s in stalls)),
+        )
+    return table
+
+
+def operations_table(label: str, case: dict[str, Any]) -> Table:
+    profile = case["profile"]
+    calls = max(1, int(profile.get("calls") or 1))
+    table = Table("operation or kernel", "on", "calls", "self CPU", "CPU total", "self GPU",
+                  title=f"{label} ({params(case)}): "
+                  f"{duration(profile.get('wall_us_per_call', 0) / 1e6)} a call")  # fmt: skip
+    for row in profile.get("rows") or []:
+        device = row.get("self_device_us") or 0
+        table.add_row(
+            Text(str(row.get("name", ""))),
+            str(row.get("device_type", "")),
+            f"{row.get('count', 0) / calls:g}",
+            duration(row.get("self_us", 0) / calls / 1e6),
+            duration(row.get("total_us", 0) / calls / 1e6),
+            duration(device / calls / 1e6) if device else "",
+        )
+    return table
+
+
+def micro(value: float | None) -> float | None:
+    """Microseconds (a profile's unit) in seconds."""
+    return value / 1e6 if isinstance(value, int | float) else None
+
+
+def pct(value: float | None) -> str:
+    return f"{value:.0f}%" if isinstance(value, int | float) else ""
+
+
+def given(value: object) -> str:
+    return "" if value is None else str(value)
 
 
 def report(out: Console, result: dict[str, Any]) -> None:

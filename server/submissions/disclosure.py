@@ -40,6 +40,8 @@ class DisclosedReport:
     # True when the viewer is shown less than an organizer sees.
     withheld: bool
     flags: list[str]
+    # The files the report names (server/submissions/files.py), by name, with their size.
+    files: dict[str, Any]
 
 
 def is_withheld_from(viewer: User | None, submission: Submission) -> bool:
@@ -55,6 +57,7 @@ def disclose(
     cases = [dict(case) for case in report.get("cases", [])]
     if not code_visible:
         return without_source(submission, cases)
+    files = dict(report.get("files") or {})
     if not is_withheld_from(viewer, submission):
         return DisclosedReport(
             message=submission.message,
@@ -63,6 +66,7 @@ def disclose(
             stderr=str(report.get("stderr", "")),
             withheld=False,
             flags=list(submission.flags),
+            files=files,
         )
     for case in cases:
         if case.get("message"):
@@ -74,6 +78,7 @@ def disclose(
         stderr="",
         withheld=True,
         flags=list(submission.flags),
+        files=files,
     )
 
 
@@ -83,7 +88,8 @@ def without_source(submission: Submission, cases: list[dict[str, Any]]) -> Discl
     for case in cases:
         if case.get("message") and case.get("status") != Status.PASSED:
             case["message"] = PRIVATE
-        # A profile names the submission's own functions and kernels.
+        # A profile (and its Nsight Compute report) names the submission's own functions
+        # and kernels.
         case.pop("profile", None)
     message = submission.message
     screened = submission.status == Status.REJECTED and message.startswith(SCREENING)
@@ -94,7 +100,7 @@ def without_source(submission: Submission, cases: list[dict[str, Any]]) -> Discl
             Status.REJECTED: f"rejected by static screening; {PRIVATE}",
         }.get(Status(submission.status), f"the submission stopped with an error; {PRIVATE}")
     return DisclosedReport(
-        message=message, cases=cases, stdout="", stderr="", withheld=True, flags=[]
+        message=message, cases=cases, stdout="", stderr="", withheld=True, flags=[], files={}
     )
 
 

@@ -1,4 +1,4 @@
-"""Routes: submit a kernel, read a submission's status and report."""
+"""Routes: submit a kernel, read a submission's status and report, download its files."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from server import turns
-from server.deps import CurrentUser, RowId, SessionDep, SettingsDep
+from server.deps import CurrentUser, OptionalUser, RowId, SessionDep, SettingsDep
 from server.errors import (
     BadRequest,
     Conflict,
@@ -25,7 +25,7 @@ from server.errors import (
 )
 from server.models import Submission, User
 from server.settings import Settings
-from server.submissions import disclosure, service
+from server.submissions import disclosure, files, service
 from server.submissions.schemas import (
     SubmissionAccepted,
     SubmissionCreate,
@@ -254,6 +254,7 @@ def submission_out(session: SessionDep, submission: Submission, viewer: User) ->
         phases=service.phases(submission),
         device_name=report.get("device_name"),
         device_peaks=report.get("device_peaks"),
+        files=shown.files,
         stdout=shown.stdout,
         stderr=shown.stderr,
         withheld=shown.withheld,
@@ -262,4 +263,36 @@ def submission_out(session: SessionDep, submission: Submission, viewer: User) ->
         created_at=submission.created_at,
         started_at=submission.started_at,
         finished_at=submission.finished_at,
+    )
+
+
+@router.get(
+    "/{submission_id}/files/{name}",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "the file as the worker made it: for `profile.ncu-rep`, profile "
+            "mode's Nsight Compute report, to open in Nsight Compute (`ncu-ui`, or "
+            "`ncu --import FILE`)",
+            "content": {files.MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+            "headers": {
+                "Content-Disposition": {
+                    "description": 'attachment; filename="submission-{id}-{name}"',
+                    "schema": {"type": "string"},
+                }
+            },
+        },
+        **responses(NotAuthenticated, NotFound),
+    },
+    summary="A file a submission's grading left beside its report (its Nsight Compute "
+    "report), for those who may read its code",
+)
+def download_file(
+    submission_id: RowId, name: str, session: SessionDep, user: OptionalUser
+) -> Response:
+    found = files.readable_file(session, submission_id, name, user)
+    return Response(
+        found.content,
+        media_type=files.MEDIA_TYPE,
+        headers=files.download_headers(found),
     )

@@ -1,14 +1,17 @@
-"""Queries for submissions and their runs."""
+"""Queries for submissions, their runs and their files."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, joinedload
 
-from server.models import Submission, User
+from server.models import Submission, SubmissionFile, User, utcnow
 
 
 def get_submission(
@@ -92,3 +95,32 @@ def list_problem_submissions(session: Session, problem_id: int) -> Sequence[Subm
         .where(Submission.problem_id == problem_id)
         .order_by(Submission.id)
     ).all()
+
+
+def get_file(session: Session, submission_id: int, name: str) -> SubmissionFile | None:
+    return session.get(SubmissionFile, (submission_id, name))
+
+
+def put_file(
+    session: Session, submission_id: int, name: str, content: bytes, *, replace: bool
+) -> None:
+    """Store a submission's file in one statement, so that two sends of it at once store
+    one row; an existing one is replaced only with ``replace``."""
+    dialect = session.bind.dialect.name if session.bind is not None else ""
+    insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
+    values = {
+        "content": content,
+        "size": len(content),
+        "sha256": hashlib.sha256(content).hexdigest(),
+        "created_at": utcnow(),
+    }
+    statement = insert(SubmissionFile).values(submission_id=submission_id, name=name, **values)
+    keys = [SubmissionFile.submission_id, SubmissionFile.name]
+    if replace:
+        session.execute(statement.on_conflict_do_update(index_elements=keys, set_=values))
+    else:
+        session.execute(statement.on_conflict_do_nothing(index_elements=keys))
+
+
+def delete_files(session: Session, submission_id: int) -> None:
+    session.execute(delete(SubmissionFile).where(SubmissionFile.submission_id == submission_id))

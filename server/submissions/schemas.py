@@ -50,6 +50,12 @@ class SubmissionList(BaseModel):
     )
 
 
+class ReportFile(BaseModel):
+    """A file a grading left beside its report, as the report names it."""
+
+    bytes: int = Field(ge=0, description="its size")
+
+
 class SubmissionOut(BaseModel):
     """A submission and its report (the report's fields are filled once it is graded)."""
 
@@ -85,6 +91,11 @@ class SubmissionOut(BaseModel):
     device_peaks: dict[str, Any] | None = Field(
         description="the worker's measured copy bandwidth and matrix rate behind each "
         "case's speed-of-light fraction"
+    )
+    files: dict[str, ReportFile] = Field(
+        description="files the grading left beside its report, by name: profile mode's "
+        "Nsight Compute report, `profile.ncu-rep`, downloaded from "
+        "`/api/v1/submissions/{id}/files/{name}`; empty when there is none"
     )
     stdout: str
     stderr: str
@@ -136,6 +147,8 @@ class GradingReport(BaseModel):
     wall_s: float = 0.0
     # Seconds per phase of the grading (grader.report.PhaseClock).
     phases: dict[str, float] = Field(default_factory=dict)
+    # The files the worker sends on their own before the report (GradingFile), by name.
+    files: dict[str, ReportFile] = Field(default_factory=dict)
 
     @field_validator("status")
     @classmethod
@@ -151,6 +164,16 @@ class GradingResult(BaseModel):
     submission_id: int
     worker: str
     report: GradingReport
+
+
+class GradingFile(BaseModel):
+    """A file of a grading that the grade job hands to the results step before its report
+    (grader.report.Report.files), its bytes in base64."""
+
+    submission_id: int
+    worker: str = ""
+    name: str
+    content_b64: str
 
 
 def invalid_report(result: object, exc: ValidationError) -> GradingResult:

@@ -236,6 +236,8 @@ def moderate(session: Session, submission_id: int, action: str, admin: User) -> 
         if submission.status not in TERMINAL:
             raise Conflict(f"submission {submission_id} is still {submission.status}")
         reset_for_rerun(submission)
+        # The old grading's profile goes with its report; the new grading brings its own.
+        repository.delete_files(session, submission.id)
         jobs.enqueue(
             session,
             jobs.Job.GRADE,

@@ -30,7 +30,7 @@ from server.models import Problem, Submission
 from server.problems import bundle
 from server.problems import service as problems
 from server.problems.loaded import loaded
-from server.submissions import disclosure
+from server.submissions import disclosure, files
 from server.submissions import service as submissions
 from server.web import judgement
 from server.web.charts import best_score_chart
@@ -346,3 +346,15 @@ def submission_live(submission_id: RowId, page: PageDep) -> HTMLResponse:
     """The status and results part of the submission page, polled while it grades."""
     submission = submissions.get_visible_submission(page.session, submission_id, page.viewer)
     return page.render("_submission_result.html", **submission_context(page, submission))
+
+
+@router.get("/submissions/{submission_id}/files/{name}")
+def submission_file(submission_id: RowId, name: str, page: PageDep) -> Response:
+    """The API's file download for the browser, where the signed-in viewer's cookie
+    decides who may read it (the API reads tokens only)."""
+    found = files.readable_file(page.session, submission_id, name, page.viewer)
+    return Response(
+        found.content,
+        media_type=files.MEDIA_TYPE,
+        headers=files.download_headers(found),
+    )

@@ -7,6 +7,7 @@ refuse an unclean GPU, do the work, turn a failure of our own into a report, del
 
 from __future__ import annotations
 
+import base64
 import logging
 import os
 import signal
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 
 RECORD_STARTED = "kerneljudge.record_started"
 RECORD_REPORT = "kerneljudge.record_report"
+RECORD_FILE = "kerneljudge.record_file"
 RECORD_VALIDATION = "kerneljudge.record_validation"
 RECORD_SLOT = "kerneljudge.record_slot"
 # A pool process says it is there as it starts and this often after, well within the
@@ -89,11 +91,13 @@ def standby() -> Standby | None:
 
 @celery_app.task(name="kerneljudge.grade")
 def grade(submission_id: int, payload: dict[str, Any]) -> None:
-    """Grade one submission on this worker's device."""
+    """Grade one submission on this worker's device; its files (a profile's Nsight Compute
+    report) go to the results step before its report, each on its own."""
+    files: dict[str, bytes] = {}
 
     def work(worker: context.GpuWorker) -> Report:
         problem = problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
-        return grade_submission(
+        graded = grade_submission(
             problem,
             payload["code"],
             mode=payload["mode"],
@@ -103,7 +107,9 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
             peaks=worker.peaks,
             memory_bytes=worker.memory_bytes,
             standby=standby(),
-        ).to_dict()
+        )
+        files.update(graded.files)
+        return graded.to_dict()
 
     def failed(exc: Exception) -> Report:
         return {
@@ -119,6 +125,18 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
         notify(RECORD_STARTED, submission_id, context.worker_name())
 
     report = gpu_job(f"submission {submission_id}", work, failed, started)
+    # Files before the report: the recorded report marks the job done, so a file sent after
+    # it and lost with its worker would never come; one sent before comes again with the
+    # job's next grading when the report never comes.
+    for name, content in sorted(files.items()):
+        deliver(
+            RECORD_FILE,
+            {
+                "submission_id": submission_id,
+                "name": name,
+                "content_b64": base64.b64encode(content).decode("ascii"),
+            },
+        )
     deliver(RECORD_REPORT, {"submission_id": submission_id, "report": report})
 
 

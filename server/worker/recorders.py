@@ -5,6 +5,7 @@ drop a report."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from pydantic import ValidationError
@@ -12,10 +13,14 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from server.db import session_scope
 from server.problems import validation
+from server.settings import get_settings
+from server.submissions import files
 from server.submissions import service as submissions
-from server.submissions.schemas import GradingResult, invalid_report
+from server.submissions.schemas import GradingFile, GradingResult, invalid_report
 from server.worker import dispatch, jobs
 from server.worker.app import celery_app
+
+log = logging.getLogger(__name__)
 
 # Errors of a database that is unreachable or restarting; anything else is a bug to see.
 TRANSIENT = (OperationalError, InterfaceError)
@@ -47,6 +52,25 @@ def record_report(result: dict[str, Any]) -> None:
         queue = submissions.queue_of(session, graded.submission_id)
     if queue is not None:
         jobs.dispatch_after(queue)
+
+
+@celery_app.task(name="kerneljudge.record_file", **RETRY)
+def record_file(result: dict[str, Any]) -> None:
+    """A file of a grading, sent before its report (profile mode's Nsight Compute report).
+    A worker host is trusted less than the service: a file of another name, not in base64,
+    over the size limit or for no profile run is dropped, with a line in the log."""
+    try:
+        sent = GradingFile.model_validate(result)
+        content = files.decode(sent.name, sent.content_b64, get_settings().max_profile_file_bytes)
+    except (ValidationError, files.Refused) as exc:
+        log.warning("a file from worker %s refused: %s", _worker_of(result), exc)
+        return
+    with session_scope() as session:
+        files.record(session, sent.submission_id, sent.name, content)
+
+
+def _worker_of(result: object) -> str:
+    return str(result.get("worker", ""))[:SLOT_NAME_MAX] if isinstance(result, dict) else ""
 
 
 @celery_app.task(name="kerneljudge.record_validation", **RETRY)

@@ -5,6 +5,7 @@ and all of it from an install without torch."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -21,9 +22,11 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, update
+from sqlalchemy import create_engine, delete, update
 
-from server.models import Problem
+from server.models import Problem, Run, Submission
+from server.settings import Settings
+from server.worker.app import RESULTS_QUEUE, make_celery
 from tests.integration.processes import (
     REPO_ROOT,
     add_user,
@@ -39,6 +42,7 @@ pytestmark = pytest.mark.integration
 VECTORADD = REPO_ROOT / "problems" / "vectoradd" / "solutions"
 VECTORSUM = REPO_ROOT / "problems" / "vectorsum" / "solutions"
 GRAYSCALE = REPO_ROOT / "problems" / "grayscale" / "solutions"
+PREFIXSUM = REPO_ROOT / "problems" / "prefixsum" / "solutions"
 RATE_LIMIT = 4
 BROKEN = 'import torch\n\nraise RuntimeError("broken on purpose")\n'
 PRYING = (
@@ -311,6 +315,97 @@ def test_a_bundle_grades_locally_as_the_server_grades(site: Site, tmp_path: Path
     assert forced.returncode == 0, forced.stderr
     assert json.loads(forced.stdout)["kept"] == ["submission.py"]
     assert (folder / "submission.py").read_text() == "# my work in progress\n"
+
+
+NCU_REPORT = b"NVIDIA Nsight Compute report\x00\xff" * 5000
+NCU_KERNEL = {
+    "name": "void prefix_scan<float>(float const*, float*, int)",
+    "launches": 3,
+    "duration_us": 41.123456789012,
+    "total_us": 123.4,
+    "memory_pct": 64.5,
+    "compute_pct": 20.25,
+    "occupancy_pct": 48.0,
+    "registers_per_thread": 40,
+    "shared_bytes_per_block": 8192,
+    "block_size": 512,
+    "grid_size": 64,
+    "stalls": [{"reason": "barrier", "per_issue": 2.75}],
+}
+
+
+def graded_on_a_gpu_worker(site: Site, submission_id: int, report: dict[str, Any]) -> None:
+    """The submission, graded again as a GPU worker with Nsight Compute grades it: back to
+    running, then its file and its report sent, as the grade job sends them, to the results
+    step of the server, which records them."""
+    database = site.root / "var" / "kerneljudge.sqlite3"
+    engine = create_engine(f"sqlite:///{database.resolve()}")
+    with engine.begin() as connection:
+        connection.execute(delete(Run).where(Run.submission_id == submission_id))
+        connection.execute(
+            update(Submission)
+            .where(Submission.id == submission_id)
+            .values(status="running", report=None, finished_at=None)
+        )
+    engine.dispose()
+    worker = make_celery(Settings(data_dir=site.root / "var"))
+    sent = {"submission_id": submission_id, "worker": "gpu-host:1.0"}
+    encoded = base64.b64encode(NCU_REPORT).decode()
+    with worker.producer_or_acquire() as producer:
+        for task, result in (
+            ("kerneljudge.record_file", {"name": "profile.ncu-rep", "content_b64": encoded}),
+            ("kerneljudge.record_report", {"report": report}),
+        ):
+            worker.send_task(
+                task, args=[{**sent, **result}], queue=RESULTS_QUEUE, producer=producer
+            )
+    worker.close()
+
+
+def test_profile_out_writes_the_nsight_compute_report_or_says_why_there_is_none(
+    site: Site,
+) -> None:
+    """On the CPU worker there is no Nsight Compute report, and `submit --profile-out` says
+    why in the worker's words; once a GPU worker's report and file are recorded, `status
+    --profile-out` writes it byte for byte and the table shows the kernels."""
+    kernel = write(site, "scan.py", (PREFIXSUM / "pytorch.py").read_text())
+    out = site.root / "scan.ncu-rep"
+    ranked = cli(site, "submit", str(kernel), "-p", "prefixsum", "--profile-out", str(out))
+    assert ranked.returncode == 2 and "--profile-out needs --mode profile" in ranked.stderr
+    done = cli(
+        site, "submit", str(kernel), "-p", "prefixsum", "--mode", "profile",
+        "--profile-out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    submission_id = submitted_id(done.stderr)
+    on_cpu = fetch(site, f"/api/v1/submissions/{submission_id}")
+    assert on_cpu["files"] == {} and not out.exists()
+    why = on_cpu["cases"][0]["profile"]["why_not_ncu"]
+    assert f"no Nsight Compute report, so nothing written to {out}: {why}" in done.stderr
+
+    report = {
+        **{key: on_cpu[key] for key in ("status", "message", "flags")},
+        "mode": "profile",
+        "cases": [{**case, "profile": {"tool": "nsight-compute", "version": "2025.3.1",
+                                       "calls": 3, "kernels": [NCU_KERNEL]}}
+                  for case in on_cpu["cases"]],
+        "files": {"profile.ncu-rep": {"bytes": len(NCU_REPORT)}},
+    }  # fmt: skip
+    graded_on_a_gpu_worker(site, submission_id, report)
+    deadline = time.monotonic() + 60
+    while fetch(site, f"/api/v1/submissions/{submission_id}")["status"] != "passed":
+        assert time.monotonic() < deadline, site.log.read_text()[-5000:]
+        time.sleep(0.3)
+
+    shown = cli(site, "status", str(submission_id), "--profile-out", str(out))
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    assert out.read_bytes() == NCU_REPORT
+    assert f"wrote the Nsight Compute report ({len(NCU_REPORT)} bytes) to {out}" in shown.stderr
+    assert "prefix_scan<float>" in shown.stdout and "512 × 64" in shown.stdout
+    assert "barrier 2.8" in shown.stdout and "Nsight Compute 2025.3.1" in shown.stdout
+    as_json = json.loads(cli(site, "status", str(submission_id), "--json").stdout)
+    assert as_json["files"] == {"profile.ncu-rep": {"bytes": len(NCU_REPORT)}}
+    assert as_json["cases"][0]["profile"]["kernels"][0]["duration_us"] == 41.123456789012
 
 
 def test_over_the_rate_limit_it_says_when_to_retry(site: Site) -> None:
