@@ -110,11 +110,15 @@ def download(url: str, token: str, path: Path) -> int:
 def opens(ncu: str, path: Path) -> dict[str, Any]:
     """Whether `ncu --import` reads the file, and how many kernels it lists."""
     done = subprocess.run(
-        [ncu, "--import", str(path), "--csv", "--page", "raw", "--metrics", nsight.DURATION],
+        [ncu, "--import", str(path), "--csv", "--page", "raw"],
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     launches, _ = nsight.rows_of(done.stdout)
-    return {"rc": done.returncode, "kernels": len(launches), "stderr": done.stderr[-400:]}
+    columns = set(launches[0]) if launches else set()
+    wanted = [nsight.DURATION, *nsight.FIGURES, *nsight.COUNTS, *nsight.SHARED]
+    return {"rc": done.returncode, "kernels": len(launches), "stderr": done.stderr[-400:],
+            "missing_columns": [c for c in wanted if c not in columns],
+            "stall_columns": sum(bool(nsight.STALL.match(c)) for c in columns)}  # fmt: skip
 
 
 def own_run(ncu: str, solution: Path, cases: list[dict[str, Any]], root: Path) -> dict[str, Any]:

@@ -71,6 +71,8 @@ NOT_STALLS = frozenset({"selected"})
 TIME_UNITS = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3,
               "ms": 1e3, "second": 1e6, "s": 1e6}  # fmt: skip
 BYTE_UNITS = {"byte": 1, "Kbyte": 1 << 10, "Mbyte": 1 << 20, "KB": 1 << 10, "MB": 1 << 20}
+# What ncu always says under --clock-control none: no reason a profile is missing.
+NOTES = ("unmodified GPU clocks",)
 # A worker's reasons for a torch.profiler table instead, in the report's words.
 WHY_NOT = {
     "missing": "Nsight Compute (ncu) is not installed on this worker",
@@ -241,7 +243,8 @@ def summarize(named_csv: str, ranged_csv: str) -> dict[str, list[dict[str, Any]]
 
 
 def _case(name: str) -> str | None:
-    found = re.fullmatch(re.escape(RANGE_PREFIX) + r" (\d+)", name.strip())
+    """The case of a launch renamed to its NVTX range ("kj-submission 3/void add(...)")."""
+    found = re.match(re.escape(RANGE_PREFIX) + r" (\d+)(?:/|$)", name.strip())
     return found.group(1) if found else None
 
 

@@ -33,7 +33,8 @@ UNITS = ["", "", "", "", "", "", "", "", "", "nsecond", "%", "%", "%", "register
 ADD = "void at::native::vectorized_elementwise_kernel<4, CUDAFunctorOnSelf_add<float>>(int)"
 HELPER = "my_helper(float*, int)"
 # (ID, kernel, its NVTX range, duration in ns): case 1's three calls, a kernel in a range
-# of the submission's own, case 2's call.
+# of the submission's own, case 2's call. Renamed on import, a launch's name is its range's,
+# a slash, and its own (as ncu 2025.3 writes it).
 LAUNCHES = [
     (0, ADD, "kj-submission 1", "44,384"),
     (1, ADD, "kj-submission 1", "44,000"),
@@ -52,7 +53,7 @@ def raw_page(renamed: bool) -> str:
         figures = ["83.5", "12.25", "81.9", "32", "128", "4096", "0", "1", "3.5", "0.9",
                    "1.25", "0", "0.5"]  # fmt: skip
         rows.append(line([str(launch_id), "4242", "python3", "127.0.0.1",
-                          nvtx if renamed else kernel, "1", "7", "0", "9.0", duration,
+                          f"{nvtx}/{kernel}" if renamed else kernel, "1", "7", "0", "9.0", duration,
                           *figures]))  # fmt: skip
     return "==PROF== Disconnected\n" + "\n".join(rows) + "\n"
 
