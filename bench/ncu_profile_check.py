@@ -240,10 +240,16 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("solutions", nargs="*", default=DEFAULT)
     parser.add_argument("--out", type=Path)
-    parser.add_argument("--variants", action="store_true",
-                        help="first: how many kernels each way of marking the calls profiles")
-    parser.add_argument("--direct", action="store_true",
-                        help="grade with grader.harness.grade in this process, not the service")
+    parser.add_argument(
+        "--variants",
+        action="store_true",
+        help="first: how many kernels each way of marking the calls profiles",
+    )
+    parser.add_argument(
+        "--direct",
+        action="store_true",
+        help="grade with grader.harness.grade in this process, not the service",
+    )
     args = parser.parse_args()
     ncu = nsight.find_ncu()
     if ncu is None:

@@ -49,7 +49,7 @@ MAX_KERNELS = 50
 MAX_NAME = 240
 MAX_STALLS = 3
 # The largest report file the harness takes.
-MAX_REPORT_BYTES = 64 << 20
+MAX_REPORT_BYTES = 32 << 20  # as the service keeps (KJ_MAX_PROFILE_FILE_BYTES)
 IMPORT_TIMEOUT_S = 120.0
 
 DURATION = "gpu__time_duration.sum"
