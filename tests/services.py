@@ -6,11 +6,15 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session
+
+from server.db import make_engine, migrate
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 POSTGRES_URL = os.environ.get(
@@ -43,6 +47,22 @@ def fresh_postgres_database() -> Iterator[str]:
         with admin.connect() as connection:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         admin.dispose()
+
+
+@contextmanager
+def migrated_database(kind: str, folder: Path) -> Iterator[Session]:
+    """A session on a new database of `kind` ("sqlite", in `folder`, or "postgresql")
+    brought to the latest migration; the database goes afterwards."""
+    with ExitStack() as stack:
+        if kind == "sqlite":
+            url = f"sqlite:///{folder / 'migrated.sqlite3'}"
+        else:
+            url = stack.enter_context(fresh_postgres_database())
+        migrate(url)
+        engine = make_engine(url)
+        stack.callback(engine.dispose)
+        with Session(engine) as db:
+            yield db
 
 
 def fresh_redis_url() -> str:

@@ -8,9 +8,11 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from server.app import create_app
 from server.db import migrate, session_scope
+from server.models import Problem, Submission, User
 from server.problems.service import sync_builtin_problems
 from server.users.service import create_user, issue_token
 
@@ -71,3 +73,25 @@ async def browser(database: None) -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 def anyio_backend() -> Iterator[str]:
     yield "asyncio"
+
+
+def add_submission(user_name: str, *, mode: str, code: str = "x") -> int:
+    """A vectoradd submission of `user_name`'s for the CPU, written to the database as the
+    service would have accepted it; its id."""
+    with session_scope() as db:
+        user = db.scalar(select(User).where(User.name == user_name))
+        problem = db.scalar(select(Problem).where(Problem.name == "vectoradd"))
+        assert user is not None and problem is not None
+        submission = Submission(
+            user_id=user.id,
+            problem_id=problem.id,
+            problem_version=problem.version,
+            code=code,
+            code_sha256="0" * 64,
+            mode=mode,
+            gpu_type="cpu",
+            flags=[],
+        )
+        db.add(submission)
+        db.flush()
+        return submission.id

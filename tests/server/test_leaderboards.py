@@ -5,7 +5,6 @@ them: the submission, then ``upkeep.submission_changed``."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,27 +13,19 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from server.db import make_engine, migrate, session_scope
+from server.db import session_scope
 from server.leaderboards import service, upkeep
 from server.models import Problem, Submission, User
 from tests.server.conftest import Account
-from tests.services import fresh_postgres_database
+from tests.services import migrated_database
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def session(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Session]:
-    with ExitStack() as stack:
-        if request.param == "sqlite":
-            url = f"sqlite:///{tmp_path / 'lb.sqlite3'}"
-        else:
-            url = stack.enter_context(fresh_postgres_database())
-        migrate(url)
-        engine = make_engine(url)
-        stack.callback(engine.dispose)
-        with Session(engine) as db:
-            yield db
+    with migrated_database(request.param, tmp_path) as db:
+        yield db
 
 
 def add(

@@ -5,11 +5,11 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from server.db import session_scope
-from server.models import Problem, Run, Submission, User
+from server.models import Run, Submission
 from server.submissions import service
 from server.submissions.schemas import GradingReport
 from server.worker import recorders
-from tests.server.conftest import Account
+from tests.server.conftest import Account, add_submission
 
 REPORT = {
     "status": "passed",
@@ -35,23 +35,7 @@ REPORT = {
 
 
 def new_submission(alice: Account) -> int:
-    with session_scope() as db:
-        user = db.scalar(select(User).where(User.name == alice.name))
-        problem = db.scalar(select(Problem).where(Problem.name == "vectoradd"))
-        assert user is not None and problem is not None
-        submission = Submission(
-            user_id=user.id,
-            problem_id=problem.id,
-            problem_version=problem.version,
-            code="x",
-            code_sha256="0" * 64,
-            mode="leaderboard",
-            gpu_type="cpu",
-            flags=[],
-        )
-        db.add(submission)
-        db.flush()
-        return submission.id
+    return add_submission(alice.name, mode="leaderboard")
 
 
 def test_duplicate_reports_are_recorded_once(alice: Account) -> None:

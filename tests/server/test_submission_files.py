@@ -8,7 +8,6 @@ import base64
 import hashlib
 import logging
 from collections.abc import Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 from unittest.mock import patch
@@ -19,15 +18,15 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from grader.report import PROFILE_FILE, CaseResult, Report
-from server.db import make_engine, migrate, session_scope
+from server.db import session_scope
 from server.models import Problem, Submission, SubmissionFile, User
 from server.settings import get_settings
 from server.submissions import files, service
 from server.users.repository import get_user_by_name
 from server.worker import gpu, recorders
-from tests.server.conftest import Account
+from tests.server.conftest import Account, add_submission
 from tests.server.web_client import HTML, log_in, make_user
-from tests.services import fresh_postgres_database
+from tests.services import migrated_database
 
 pytestmark = pytest.mark.anyio
 
@@ -93,23 +92,7 @@ def profiled_report(files: dict[str, Any]) -> dict[str, Any]:
 
 
 def new_submission(user_name: str, *, mode: str = "profile") -> int:
-    with session_scope() as db:
-        user = db.scalar(select(User).where(User.name == user_name))
-        problem = db.scalar(select(Problem).where(Problem.name == "vectoradd"))
-        assert user is not None and problem is not None
-        submission = Submission(
-            user_id=user.id,
-            problem_id=problem.id,
-            problem_version=problem.version,
-            code="import torch\n",
-            code_sha256="0" * 64,
-            mode=mode,
-            gpu_type="cpu",
-            flags=[],
-        )
-        db.add(submission)
-        db.flush()
-        return submission.id
+    return add_submission(user_name, mode=mode, code="import torch\n")
 
 
 def send_file(sid: int, content: bytes | str, name: str = PROFILE_FILE) -> None:
@@ -208,16 +191,8 @@ def test_a_rerun_forgets_the_old_gradings_file(alice: Account, admin: Account) -
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_of_its_own(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Session]:
-    with ExitStack() as stack:
-        if request.param == "sqlite":
-            url = f"sqlite:///{tmp_path / 'files.sqlite3'}"
-        else:
-            url = stack.enter_context(fresh_postgres_database())
-        migrate(url)
-        engine = make_engine(url)
-        stack.callback(engine.dispose)
-        with Session(engine) as db:
-            yield db
+    with migrated_database(request.param, tmp_path) as db:
+        yield db
 
 
 def test_the_upsert_holds_on_both_databases(database_of_its_own: Session) -> None:
