@@ -209,7 +209,11 @@ class Runner:
     """Answers the harness's requests for one loaded submission."""
 
     def __init__(
-        self, kernel: Callable[[Any], Any], device: str, sock: socket.socket, under_ncu: bool
+        self,
+        kernel: Callable[[Any], Any],
+        device: str,
+        sock: socket.socket,
+        under_ncu: bool = False,
     ) -> None:
         self.kernel = kernel
         self.device = device
