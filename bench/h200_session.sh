@@ -39,6 +39,11 @@
 #                                         #    (NCU=1) our medians against ncu
 #   bash bench/h200_session.sh ncuspeed   # one stream: Nsight Compute in the sandbox
 #                                         #    (bench/ncu_probe.py), then the speed stream
+#   bash bench/h200_session.sh ranking    # one stream: rmsnorm's ten fresh leaderboard
+#                                         #    gradings through serve, our medians against ncu
+#   bash bench/h200_session.sh bound      # one stream: rmsnorm's cross-check against its
+#                                         #    medians, the GPU once serve has exited, the
+#                                         #    corpus's CUDA cases
 #   bash bench/h200_session.sh compare    # one stream: our medians against ncu, the corpus's
 #                                         #    CUDA cases and the GPU's state around them
 #   bash bench/h200_session.sh gpumode    # one stream: Helion and CuTe DSL present?, the built-in
@@ -353,6 +358,29 @@ compare_stream() {
   NCU= cases_stream
 }
 
+ranking_stream() {  # rmsnorm's ten fresh leaderboard gradings, then our medians against ncu
+  step 200 "rmsnorm: ten fresh leaderboard gradings through serve" \
+    python3 bench/backlog.py --problem rmsnorm --test 0 --leaderboard 10 --users 4 \
+    --turnarounds 0 --out "$out/backlog_rmsnorm.json"
+  step 30 "GPU state after the gradings" python3 -c \
+    "from grader.hygiene import gpu_state; print(gpu_state())"
+  step 300 "our medians against ncu" python3 bench/validate_timing.py compare "$out"
+}
+
+paths_stream() {  # rmsnorm's cross-check: a solution writing its out buffer, one returning a new tensor
+  step 150 "rmsnorm triton and pytorch, leaderboard mode, the harness's clock over the medians" \
+    python3 bench/clock_ratios.py rmsnorm triton pytorch --out "$out/clock_ratios.json"
+}
+
+bound_stream() {  # rmsnorm's cross-check against its medians, the GPU once serve has exited, the CUDA cases
+  step 150 "rmsnorm: four leaderboard gradings through serve, the harness's clock over the medians" \
+    python3 bench/backlog.py --problem rmsnorm --test 0 --leaderboard 4 --users 2 \
+    --turnarounds 0 --out "$out/backlog_bound.json"
+  step 30 "GPU state the moment serve has exited" python3 -c \
+    "from grader.hygiene import gpu_state; print(gpu_state())"
+  cases_stream
+}
+
 speed_and_cases() {
   speed_stream
   cases_stream
@@ -379,6 +407,9 @@ case "$what" in
   probe) one_stream probe_stream ;;
   ncuspeed) one_stream ncu_and_speed ;;
   compare) one_stream compare_stream ;;
+  ranking) one_stream ranking_stream ;;
+  bound) one_stream bound_stream ;;
+  paths) one_stream paths_stream ;;
   gpumode) one_stream gpumode_stream ;;
   profile) one_stream profile_stream ;;
   *) echo "unknown: $what"; exit 2 ;;

@@ -79,7 +79,7 @@ def cross_check(
     pristine = Sets(image, layout, count)
     pick = random.SystemRandom()
     batches: list[tuple[float, float | None]] = []
-    for batch in range(plausibility.batch_count(count)):
+    for batch in range(plausibility.batch_count(count, median_s)):
         for index in range(count):
             data = problem.generate(
                 setup.case, FIRST_REPEAT + batch * count + index, seed=problem.fresh_seed

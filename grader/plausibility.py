@@ -4,6 +4,7 @@ time stands only if it fits the harness's own clock and the device's physical fl
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from grader.report import Stop
@@ -14,12 +15,16 @@ FLOOR_MARGIN = 0.9
 # enough to be measured well, and at least two of them, the fastest one counting. Where a
 # batch holds only a few calls (large cases, whose sets fill the memory a batch may take),
 # more batches run, up to CROSS_CHECK_MIN_CALLS calls or CROSS_CHECK_MAX_BATCHES batches:
-# one call alone is at the mercy of a single page fault or preemption.
+# one call alone is at the mercy of a single page fault or preemption. Calls long enough that
+# the batches past the first two would last CROSS_CHECK_LONG_S get no more: beside a call of
+# seconds a page fault is nothing, and eight calls of linalg/eigh_py's largest case (640
+# eigendecompositions of 512², 8.2 s a call on an H200) took over a minute a case.
 CROSS_CHECK_BATCH_S = 0.05
 CROSS_CHECK_BATCHES = 2
 CROSS_CHECK_MIN_CALLS = 8
 CROSS_CHECK_MAX_BATCHES = 8
 CROSS_CHECK_MAX_CALLS = 2000
+CROSS_CHECK_LONG_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -56,9 +61,14 @@ CROSS_CHECK_BOUNDS = {
 CPU_CROSS_CHECK_IMPOSSIBLE_RATIO = 100.0
 
 
-def batch_count(calls_per_batch: int) -> int:
-    """How many batches of `calls_per_batch` calls the cross-check runs."""
-    wanted = -(-CROSS_CHECK_MIN_CALLS // max(1, calls_per_batch))
+def batch_count(calls_per_batch: int, median_s: float) -> int:
+    """How many batches of `calls_per_batch` calls of `median_s` each the cross-check runs.
+    (The median is the runner's claim: claiming a longer one than its calls take saves it
+    batches only by ranking it slower.)"""
+    calls = max(1, calls_per_batch)
+    wanted = -(-CROSS_CHECK_MIN_CALLS // calls)
+    if median_s > 0:
+        wanted = min(wanted, math.ceil(CROSS_CHECK_LONG_S / (calls * median_s)))
     return max(CROSS_CHECK_BATCHES, min(CROSS_CHECK_MAX_BATCHES, wanted))
 
 

@@ -244,3 +244,14 @@ def test_a_profile_from_the_runner_is_kept_bounded_and_well_formed() -> None:
         with pytest.raises(Stop) as stopped:
             profiling.table_from_reply(bad, "")
         assert stopped.value.status == "error"
+
+
+def test_cross_check_times_short_calls_often_and_long_ones_twice() -> None:
+    """Calls of milliseconds get batches enough for eight calls at least; calls of seconds
+    (linalg/eigh_py's 8 s cases) two batches of one, not eight calls of a minute."""
+    from grader.plausibility import CROSS_CHECK_MIN_CALLS, batch_count
+
+    for calls, median_s in ((1, 1e-3), (3, 0.01), (1, 0.1), (500, 1e-4)):
+        assert calls * batch_count(calls, median_s) >= CROSS_CHECK_MIN_CALLS
+    assert batch_count(1, 8.2) == 2
+    assert batch_count(1, 0.3) == 4
