@@ -211,6 +211,11 @@ def serve(
     children = [start_child([*command, "--queues", RESULTS_QUEUE])]
     if settings.broker_is_embedded:
         children.append(start_child(command))
+    # uvicorn answers SIGTERM with a graceful shutdown and then raises the signal again:
+    # raised here as an exit, it ends this process through the block below, which stops the
+    # workers and waits for them, so once serve has exited nothing it started (a worker's
+    # sandboxed runners included) holds the GPU any longer.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         uvicorn.run(
             "server.app:create_app",
@@ -222,8 +227,8 @@ def serve(
             access_log=settings.access_log,
         )
     finally:
-        # Reached on Ctrl-C; on SIGTERM uvicorn re-raises the signal and this process ends
-        # at once, and the children's parent-death signal stops them instead.
+        # Reached on Ctrl-C and SIGTERM; where this process is killed outright, the children's
+        # parent-death signal stops them instead.
         for child in children:
             child.send_signal(signal.SIGTERM)
         for child in children:
@@ -231,6 +236,10 @@ def serve(
                 child.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 child.kill()
+
+
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def start_child(argv: list[str]) -> subprocess.Popen[bytes]:

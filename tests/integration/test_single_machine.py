@@ -3,6 +3,7 @@ broker grades through its own worker; a user works with HTTP alone."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -125,6 +126,75 @@ def processes_in_group(group: int) -> list[str]:
         except (OSError, IndexError, ValueError):
             continue
     return found
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Every living process under `pid` (sandboxed runners in sessions of their own included),
+    by pid, with its command line."""
+    parents: dict[int, int] = {}
+    lines: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if fields[0] != "Z":
+                parents[int(entry.name)] = int(fields[1])
+                lines[int(entry.name)] = (entry / "cmdline").read_text().replace("\0", " ")
+        except (OSError, IndexError, ValueError):
+            continue
+    found: dict[int, str] = {}
+    frontier = [pid]
+    while frontier:
+        parent = frontier.pop()
+        for child, its_parent in parents.items():
+            if its_parent == parent and child not in found:
+                found[child] = lines[child].strip()
+                frontier.append(child)
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_serve_exits_only_once_its_runners_are_gone(tmp_path: Path) -> None:
+    """SIGTERM to serve alone (what `kill` sends, and what a script stopping it sends) ends it
+    only after its workers and their waiting sandboxed runners have ended: once serve has
+    exited, nothing it started holds the device."""
+    env = service_env(tmp_path / "var")
+    token = add_user(env, "stopper")
+    log = tmp_path / "serve.log"
+    with serving(env, log) as base:
+        sid = submit(base, token, "vectoradd", (SOLUTIONS / "pytorch.py").read_text(), "test")
+        wait_for(base, token, sid, TERMINAL, 120, log)
+        serve_pid = next(
+            int(line.split()[0])
+            for line in subprocess.run(
+                ["ps", "-eo", "pid,pgid,args"], capture_output=True, text=True, check=True
+            ).stdout.splitlines()[1:]
+            if "server.cli serve" in line and line.split()[0] == line.split()[1]
+        )
+        deadline = time.monotonic() + 30
+        started = descendants(serve_pid)
+        while not any("grader.runner" in line for line in started.values()):
+            assert time.monotonic() < deadline, f"no waiting runner under serve: {started}"
+            time.sleep(0.5)
+            started = descendants(serve_pid)
+        os.kill(serve_pid, signal.SIGTERM)
+        deadline = time.monotonic() + 45
+        while alive(serve_pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(serve_pid), f"serve running 45 s after SIGTERM\n{log.read_text()[-3000:]}"
+        left = {pid: line for pid, line in started.items() if alive(pid)}
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        assert left == {}, f"left running once serve had exited: {left}"
 
 
 def test_stopping_serve_leaves_no_process_behind(tmp_path: Path) -> None:
