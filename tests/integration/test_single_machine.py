@@ -128,6 +128,17 @@ def processes_in_group(group: int) -> list[str]:
     return found
 
 
+def serve_process() -> int:
+    """The pid of `kerneljudge serve`, which leads its own process group."""
+    return next(
+        int(line.split()[0])
+        for line in subprocess.run(
+            ["ps", "-eo", "pid,pgid,args"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()[1:]
+        if "server.cli serve" in line and line.split()[0] == line.split()[1]
+    )
+
+
 def descendants(pid: int) -> dict[int, str]:
     """Every living process under `pid` (sandboxed runners in sessions of their own included),
     by pid, with its command line."""
@@ -172,13 +183,7 @@ def test_serve_exits_only_once_its_runners_are_gone(tmp_path: Path) -> None:
     with serving(env, log) as base:
         sid = submit(base, token, "vectoradd", (SOLUTIONS / "pytorch.py").read_text(), "test")
         wait_for(base, token, sid, TERMINAL, 120, log)
-        serve_pid = next(
-            int(line.split()[0])
-            for line in subprocess.run(
-                ["ps", "-eo", "pid,pgid,args"], capture_output=True, text=True, check=True
-            ).stdout.splitlines()[1:]
-            if "server.cli serve" in line and line.split()[0] == line.split()[1]
-        )
+        serve_pid = serve_process()
         deadline = time.monotonic() + 30
         started = descendants(serve_pid)
         while not any("grader.runner" in line for line in started.values()):
@@ -207,13 +212,7 @@ def test_stopping_serve_leaves_no_process_behind(tmp_path: Path) -> None:
     with serving(env, log) as base:
         sid = submit(base, token, "vectoradd", (SOLUTIONS / "pytorch.py").read_text(), "test")
         wait_for(base, token, sid, TERMINAL, 120, log)
-        group = next(
-            int(line.split()[0])
-            for line in subprocess.run(
-                ["ps", "-eo", "pid,pgid,args"], capture_output=True, text=True, check=True
-            ).stdout.splitlines()[1:]
-            if "server.cli serve" in line and line.split()[0] == line.split()[1]
-        )
+        group = serve_process()
         os.killpg(group, signal.SIGTERM)
         deadline = time.monotonic() + 45
         while processes_in_group(group) and time.monotonic() < deadline:
