@@ -52,10 +52,12 @@ class Bounds:
 # and the batch's calls find them where the harness wrote them (`HarnessClock.allowance_s`
 # allows for bringing them over once, grader/crosscheck.py), and a shared CPU is uneven: on
 # a 2-core VM honest built-in solutions measured up to 4.5 times their median there, and a
-# batch's own bookkeeping adds a few microseconds a call.
+# batch's own bookkeeping (taking each set, leaving each output) adds to every call: on a
+# slower 2-core VM an honest add of 96² measured 15 to 30 µs over its 8 to 12 µs median
+# (2026-12-03), past the 10 µs the flag once allowed, so honest runs were flagged at times.
 CROSS_CHECK_BOUNDS = {
     "cuda": Bounds(1.5, 50e-6, 10.0, 150e-6),
-    "cpu": Bounds(2.0, 10e-6, 6.0, 20e-6),
+    "cpu": Bounds(2.0, 30e-6, 6.0, 20e-6),
 }
 # On the CPU an honest median is within a small factor of our per-call time even where the
 # slack above would excuse the gap (a claimed picosecond against a 4 µs call): beyond this
