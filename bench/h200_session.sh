@@ -368,6 +368,10 @@ ranking_stream() {  # rmsnorm's ten fresh leaderboard gradings, then our medians
 }
 
 paths_stream() {  # rmsnorm's cross-check: a solution writing its out buffer, one returning a new tensor
+  step 120 "rmsnorm and vectoradd: a batch's per-call time piece by piece (bench/batch_probe.py)" \
+    python3 bench/batch_probe.py rmsnorm pytorch triton --out "$out/batch_probe_rmsnorm.json"
+  step 60 "vectoradd beside it" \
+    python3 bench/batch_probe.py vectoradd pytorch --out "$out/batch_probe_vectoradd.json"
   step 150 "rmsnorm triton and pytorch, leaderboard mode, the harness's clock over the medians" \
     python3 bench/clock_ratios.py rmsnorm triton pytorch --out "$out/clock_ratios.json"
 }
