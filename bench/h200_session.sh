@@ -46,6 +46,11 @@
 #                                         #    corpus's CUDA cases
 #   bash bench/h200_session.sh compare    # one stream: our medians against ncu, the corpus's
 #                                         #    CUDA cases and the GPU's state around them
+#   bash bench/h200_session.sh paths      # one stream: a batch's per-call time piece by piece in
+#                                         #    one process (bench/batch_probe.py), rmsnorm's
+#                                         #    harness clock over its medians (clock_ratios.py)
+#   bash bench/h200_session.sh trace      # one stream: the cross-check's batches traced inside
+#                                         #    real gradings (bench/crosscheck_trace.py)
 #   bash bench/h200_session.sh gpumode    # one stream: Helion and CuTe DSL present?, the built-in
 #                                         #    Helion and CuTe DSL solutions (LANGUAGES),
 #                                         #    (CONV2D=1) conv2d_py's example under GPU MODE's
@@ -376,6 +381,15 @@ paths_stream() {  # rmsnorm's cross-check: a solution writing its out buffer, on
     python3 bench/clock_ratios.py rmsnorm triton pytorch --out "$out/clock_ratios.json"
 }
 
+trace_stream() {  # the cross-check's batches traced in real gradings, sandboxed and not
+  step 120 "rmsnorm triton and pytorch, sandboxed: each batch, again at once, again after idling" \
+    python3 bench/crosscheck_trace.py rmsnorm triton pytorch --out "$out/trace_rmsnorm.json"
+  step 60 "rmsnorm triton, not sandboxed" python3 bench/crosscheck_trace.py rmsnorm triton \
+    --no-sandbox --out "$out/trace_rmsnorm_open.json"
+  step 60 "vectoradd pytorch, sandboxed" python3 bench/crosscheck_trace.py vectoradd pytorch \
+    --out "$out/trace_vectoradd.json"
+}
+
 bound_stream() {  # rmsnorm's cross-check against its medians, the GPU once serve has exited, the CUDA cases
   step 150 "rmsnorm: four leaderboard gradings through serve, the harness's clock over the medians" \
     python3 bench/backlog.py --problem rmsnorm --test 0 --leaderboard 4 --users 2 \
@@ -414,6 +428,7 @@ case "$what" in
   ranking) one_stream ranking_stream ;;
   bound) one_stream bound_stream ;;
   paths) one_stream paths_stream ;;
+  trace) one_stream trace_stream ;;
   gpumode) one_stream gpumode_stream ;;
   profile) one_stream profile_stream ;;
   *) echo "unknown: $what"; exit 2 ;;
