@@ -32,7 +32,9 @@ from grader.staging import READ, Layout, Sets
 # (it flushes L2 before each). On the CPU the runner times the same inputs over and over,
 # warm in its caches, so the batch's sets are kept to what its caches hold, and its calls
 # are timed by the sandbox's CPU time, which a short batch still measures well.
-BATCH_MAX_BYTES = {"cuda": 2 << 30, "cpu": 8 << 20}
+# A GPU's limit keeps a batch's fixed cost (plausibility.CUDA_BATCH_FIXED_S) to a fraction
+# of a call even for sets of a gigabyte (at 2 GiB, rmsnorm's 0.8 GB sets made batches of 2).
+BATCH_MAX_BYTES = {"cuda": 8 << 30, "cpu": 8 << 20}
 # Outputs checked per batch, chosen after it ran: skipping a fraction p of the calls goes
 # unseen with probability (1 - p) ** CHECKED_PER_BATCH.
 CHECKED_PER_BATCH = 16
@@ -114,7 +116,7 @@ def cross_check(
         [(wall - copy_s, cpu) for wall, cpu in batches],
         [(min(wall, PING_ALLOWANCE_S), _capped(cpu)) for wall, cpu in pings],
         kind == "cpu",
-        allowance_s=_cold_inputs_s(layout) if kind == "cpu" and warm_median else 0.0,
+        allowance_s=_allowance_s(kind, layout, count, warm_median),
     )
 
 
@@ -139,6 +141,13 @@ def _timed_batch(
     cpu_after = session.child.cpu_seconds()
     cpu = cpu_after - cpu_before if cpu_before is not None and cpu_after is not None else None
     return exchange.reply.get("outputs"), (wall, cpu)
+
+
+def _allowance_s(kind: str, layout: Layout, count: int, warm_median: bool) -> float:
+    """How much longer than a timed call an honest call of a batch of `count` may take."""
+    if kind == "cuda":
+        return plausibility.CUDA_BATCH_FIXED_S / count
+    return _cold_inputs_s(layout) if warm_median else 0.0
 
 
 def _cold_inputs_s(layout: Layout) -> float:

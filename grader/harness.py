@@ -169,7 +169,10 @@ def held_torch_settings() -> Iterator[None]:
         cudnn.benchmark,
         cudnn.deterministic,
         torch.get_float32_matmul_precision(),
-        torch.are_deterministic_algorithms_enabled(),
+        (
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        ),
         torch.get_default_dtype(),
         torch.is_grad_enabled(),
     )
@@ -185,7 +188,13 @@ def held_torch_settings() -> Iterator[None]:
             cudnn.deterministic,
         ) = saved[:6]
         torch.set_float32_matmul_precision(saved[6])
-        torch.use_deterministic_algorithms(saved[7])
+        deterministic = (
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        )
+        if deterministic != saved[7]:
+            # Only when changed: the call imports torch._inductor, 2 s the first time.
+            torch.use_deterministic_algorithms(saved[7][0], warn_only=saved[7][1])
         torch.set_default_dtype(saved[8])
         torch.set_grad_enabled(saved[9])
         if torch.cuda.is_initialized():

@@ -255,3 +255,51 @@ def test_cross_check_times_short_calls_often_and_long_ones_twice() -> None:
         assert calls * batch_count(calls, median_s) >= CROSS_CHECK_MIN_CALLS
     assert batch_count(1, 8.2) == 2
     assert batch_count(1, 0.3) == 4
+
+
+def test_a_gpu_batch_pays_its_fixed_cost_once_not_per_call() -> None:
+    """An honest kernel of 100 µs in a batch of two large sets, whose batch paid 0.9 ms once
+    (the GPU passing from the harness's context to the runner's, as traced on an H200), is
+    not flagged; a median claimed at a third of the calls' real time still is."""
+    from grader.crosscheck import _allowance_s
+    from grader.plausibility import HarnessClock, judge
+    from grader.staging import Layout
+
+    layout = Layout.of((torch.ones(4),), torch.ones(4))
+    fixed_s = 0.9e-3
+
+    def clock(real_s: float, calls: int) -> HarnessClock:
+        allowance = _allowance_s("cuda", layout, calls, warm_median=False)
+        return HarnessClock(real_s + fixed_s / calls, "over a batch", allowance)
+
+    assert judge("cuda", "honest", 100e-6, clock(100e-6, 2)) is None
+    assert judge("cuda", "honest", 100e-6, clock(100e-6, 16)) is None
+    flag = judge("cuda", "forged", 100e-6, clock(300e-6, 16))
+    assert flag is not None and "reported median of 100.000 µs" in flag
+    with pytest.raises(Stop) as stopped:
+        judge("cuda", "forged", 10e-6, clock(300e-6, 16))
+    assert stopped.value.status == "rejected"
+
+
+def test_a_grading_leaves_torch_determinism_as_it_found_it() -> None:
+    """A reference that switches deterministic algorithms on (warn-only) or off does not
+    change how the next grading in the same worker computes."""
+    from grader.harness import held_torch_settings
+
+    def state() -> tuple[bool, bool]:
+        return (
+            torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(),
+        )
+
+    before = state()
+    try:
+        with held_torch_settings():
+            torch.use_deterministic_algorithms(True, warn_only=True)
+        assert state() == before
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        with held_torch_settings():
+            torch.use_deterministic_algorithms(False)
+        assert state() == (True, True)
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
