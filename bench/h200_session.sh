@@ -51,6 +51,8 @@
 #                                         #    harness clock over its medians (clock_ratios.py)
 #   bash bench/h200_session.sh trace      # one stream: the cross-check's batches traced inside
 #                                         #    real gradings (bench/crosscheck_trace.py)
+#   bash bench/h200_session.sh allowed    # one stream: rmsnorm's and vectoradd's clock ratios,
+#                                         #    then the bound stream
 #   bash bench/h200_session.sh gpumode    # one stream: Helion and CuTe DSL present?, the built-in
 #                                         #    Helion and CuTe DSL solutions (LANGUAGES),
 #                                         #    (CONV2D=1) conv2d_py's example under GPU MODE's
@@ -390,6 +392,13 @@ trace_stream() {  # the cross-check's batches traced in real gradings, sandboxed
     --out "$out/trace_vectoradd.json"
 }
 
+allowed_stream() {  # the cross-check with a batch's fixed cost allowed: rmsnorm and vectoradd, then bound
+  step 120 "rmsnorm triton and pytorch, vectoradd pytorch: the harness's clock over the medians" \
+    bash -c "python3 bench/clock_ratios.py rmsnorm triton pytorch --out $out/ratios_rmsnorm.json &&
+      python3 bench/clock_ratios.py vectoradd pytorch --out $out/ratios_vectoradd.json"
+  bound_stream
+}
+
 bound_stream() {  # rmsnorm's cross-check against its medians, the GPU once serve has exited, the CUDA cases
   step 150 "rmsnorm: four leaderboard gradings through serve, the harness's clock over the medians" \
     python3 bench/backlog.py --problem rmsnorm --test 0 --leaderboard 4 --users 2 \
@@ -429,6 +438,7 @@ case "$what" in
   bound) one_stream bound_stream ;;
   paths) one_stream paths_stream ;;
   trace) one_stream trace_stream ;;
+  allowed) one_stream allowed_stream ;;
   gpumode) one_stream gpumode_stream ;;
   profile) one_stream profile_stream ;;
   *) echo "unknown: $what"; exit 2 ;;
