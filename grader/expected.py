@@ -85,6 +85,10 @@ class ProblemSide:
         self.fresh_seed = ranked_seed if ranked_seed is not None else inputs.ranked_seed(None)
         self.clock = clock
         self.reference: ModuleType | None = None
+        # Input paths an earlier case's reference was seen to read: probing them again (one
+        # more reference call a case, 8 s on GPU MODE's eigh) could only find them read, or
+        # at most let the submission write one, so they stay inputs for the whole grading.
+        self._read_paths: set[str] = set()
 
     def load(self, folder: Path) -> None:
         with self.clock.phase("reference"):
@@ -157,13 +161,15 @@ class ProblemSide:
         reference writes, so a call cannot pass on what an earlier one left there, and the
         check reads the harness's pristine inputs, never the slab."""
         shapes = {t.shape for _, t in iter_tensors(expected)}
-        return {
-            path
-            for path, tensor in iter_tensors(data)
-            if path not in written
-            and tensor.shape in shapes
-            and self._reference_ignores(data, path, expected)
-        }
+        ignored: set[str] = set()
+        for path, tensor in iter_tensors(data):
+            if path in written or path in self._read_paths or tensor.shape not in shapes:
+                continue
+            if self._reference_ignores(data, path, expected):
+                ignored.add(path)
+            else:
+                self._read_paths.add(path)
+        return ignored
 
     def _reference_ignores(self, data: Any, path: str, expected: Any) -> bool:
         """Whether the reference's result is the same with the tensor at `path` poisoned. A

@@ -5,10 +5,13 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from grader.calibrate import DevicePeaks
+from grader.expected import ProblemSide
 from grader.harness import grade
 from grader.problem import BUILTIN_DIR, Problem, load_problem
+from grader.report import PhaseClock
 
 ADD = """
 import torch
@@ -188,3 +191,44 @@ def test_a_buffer_the_reference_ignores_is_poisoned_before_every_call(
     report = grade(problem, once, mode="benchmark")
     assert report.status == "failed", report.message
     assert "got nan" in report.message
+
+
+def _side_counting_reference_calls(problem: Problem, folder: Path) -> tuple[Any, list[int]]:
+    """The harness's side of a grading of `problem`, its reference's calls counted."""
+    for name, text in problem.files.items():
+        if "/" not in name:
+            (folder / name).write_text(text)
+    side = ProblemSide(problem, "cpu", None, PhaseClock({}))
+    side.load(folder)
+    calls = [0]
+    reference = side.module.ref_kernel
+
+    def counted(data: Any) -> Any:
+        calls[0] += 1
+        return reference(data)
+
+    setattr(side.module, "ref_kernel", counted)  # noqa: B010 (a module attribute)
+    return side, calls
+
+
+def test_an_input_seen_read_is_not_probed_again_in_later_cases(
+    tmp_path: Path, vectoradd: Problem
+) -> None:
+    """Telling an input from a buffer the reference ignores costs one more reference call;
+    an input the reference read in one case is not probed again in the next, so a slow
+    reference (GPU MODE's eigh: 8 s a call on an H200) is not run twice for every case."""
+    side, calls = _side_counting_reference_calls(vectoradd, tmp_path)
+    cases = vectoradd.tests
+    assert len(cases) >= 3
+    for case in cases:
+        assert side.prepare(case).written == {"data[2]"}
+    # One call a case for its expected output, and one probe each for A and B, once.
+    assert calls[0] == len(cases) + 2
+
+
+def test_a_buffer_the_reference_ignores_is_found_so_in_every_case(tmp_path: Path) -> None:
+    (tmp_path / "problem").mkdir()
+    problem = _reference_with_unused_buffer(tmp_path)
+    side, _ = _side_counting_reference_calls(problem, tmp_path / "problem")
+    for case in problem.tests:
+        assert side.prepare(case).written == {"data[2]"}
