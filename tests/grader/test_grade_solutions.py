@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import pytest
@@ -126,7 +127,11 @@ def test_a_kernel_making_large_temporaries_finds_its_memory_again_each_call(
     problem = with_cases(vectorsum, benchmarks=[{"size": 4096, "seed": 6256}], budget_s=0.5)
     report = grade(problem, TEMPORARIES, mode="benchmark", device="cpu")
     assert report.status == "passed", report.message + report.stderr
-    assert "fresh pages per call: 0\n" in report.stdout, report.stdout
+    found = re.search(r"fresh pages per call: (\d+)\n", report.stdout)
+    assert found, report.stdout
+    # One temporary found as fresh pages is 2,048 faults (8 MB of 4 KiB pages); the
+    # runner's other threads may touch a few new pages of their own during a call.
+    assert int(found.group(1)) < 256, report.stdout
 
 
 def test_profile_mode_tells_what_took_the_time_on_the_public_cases(
