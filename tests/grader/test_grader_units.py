@@ -6,12 +6,13 @@ import json
 import os
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import torch
 
-from grader import profiling
+from grader import profiling, timing
 from grader.check import first_mismatches, normalise_verdict
 from grader.device import detect_device, device_type_from_name
 from grader.expected import import_reference
@@ -101,6 +102,21 @@ def test_cpu_timer_samples_real_calls() -> None:
     assert 1 <= len(samples.seconds) <= 1000 and samples.wall_s >= sum(samples.seconds)
     assert len(calls) >= 3 + len(samples.seconds)  # warm-up calls are real calls
     assert samples.sm_clock_mhz is None
+
+
+def test_a_call_of_a_second_is_its_own_warm_up() -> None:
+    """Three warm-up calls of a kernel that takes seconds a call (GPU MODE's eigh_py: 8 s)
+    spent half a minute of every case; one such call warms the next as well as three."""
+    calls = []
+
+    def slow(data: int) -> int:
+        calls.append(data)
+        time.sleep(timing.WARMUP_LONG_CALL_S)
+        return data
+
+    samples, output = Timer("cpu").time_case(slow, 7, budget_s=0.0)
+    assert output == 7 and len(samples.seconds) == 1
+    assert len(calls) == 2  # one warm-up call, then the one sample the budget allows
 
 
 class _Opaque:
