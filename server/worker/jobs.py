@@ -51,6 +51,13 @@ SEND_BATCH = 200
 # Rows handed to the sender thread and not through `send_now` yet.
 _unsent = 0
 _unsent_changed = threading.Condition()
+# The sends that this process's last sweep found missing from the broker: (row, task, sent
+# at). One snapshot of the broker can miss a message that is moving between a queue's list
+# and the unacked hash (Redis pops it, then the taking worker writes it to the hash, which
+# a worker busy at that moment does later), so a send counts as lost only when two passes
+# in a row miss it.
+_missing_before: set[tuple[int, str | None, Any]] = set()
+_missing_lock = threading.Lock()
 
 
 def enqueue(
@@ -254,8 +261,8 @@ def send(session: Session, row: OutboxMessage, settings: Settings, producer: Any
 
 
 def sweep(session: Session, settings: Settings) -> int:
-    """One pass: send what never left; send again what the broker no longer holds. Returns
-    how many jobs were sent."""
+    """One pass: send what never left; send again what the broker no longer holds (as this
+    pass and the one before found). Returns how many jobs were sent."""
     now = utcnow()
     # The queues first (as every dispatcher takes them, so no pass waits on another's rows
     # while holding a queue that pass waits for), then the rows, which stay locked until the
@@ -278,7 +285,7 @@ def sweep(session: Session, settings: Settings) -> int:
     unsent = [row for row in rows if row.sent_at is None and row.job != Job.GRADE]
     settled = now - timedelta(seconds=settings.sweep_grace_s)
     sent = [row for row in rows if row.sent_at is not None and row.sent_at < settled]
-    lost = _lost(session, sent, settings) if sent else []
+    lost = _confirmed(_lost(session, sent, settings) if sent else [])
     for row in lost:
         log.warning(
             "job %s %s (task %s, sent %s times) is no longer held by the broker and has no "
@@ -307,7 +314,8 @@ def sweep(session: Session, settings: Settings) -> int:
 def _lost(session: Session, rows: Sequence[OutboxMessage], settings: Settings) -> list[Any]:
     """The sent rows whose job the broker holds no copy of, neither the job nor its report
     on the way to being recorded (a worker hands its report over before the job is
-    acknowledged, and one snapshot of the broker sees one or the other). On the embedded
+    acknowledged, so the broker holds one or the other, though one snapshot can miss a
+    message being taken: `_confirmed`). On the embedded
     broker, which cannot tell a taken job from a finished one, a taken job counts as lost
     only once its time limit has passed since it was sent."""
     held = broker.held(settings, {row.queue for row in rows})
@@ -326,6 +334,17 @@ def _lost(session: Session, rows: Sequence[OutboxMessage], settings: Settings) -
                 continue
         lost.append(row)
     return lost
+
+
+def _confirmed(missing: list[Any]) -> list[Any]:
+    """Of the rows this pass found missing, those the previous pass found missing too (the
+    same send); the rest are remembered for the next pass."""
+    global _missing_before
+    now = {(row.id, row.task_id, row.sent_at): row for row in missing}
+    with _missing_lock:
+        confirmed = [row for key, row in now.items() if key in _missing_before]
+        _missing_before = {key for key in now if key not in _missing_before}
+    return confirmed
 
 
 def sweep_forever(settings: Settings, stop: threading.Event) -> None:
