@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Annotated
+from collections.abc import Callable, Iterator
+from typing import Annotated, TypeVar
 
 from fastapi import Depends, Path
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from server.db import session_scope
 from server.errors import Forbidden, NotAuthenticated
@@ -46,6 +47,32 @@ def get_current_user(session: SessionDep, credentials: Credentials) -> User:
     if credentials is None:
         raise NotAuthenticated("send an API token: 'Authorization: Bearer TOKEN'")
     return authenticate(session, credentials.credentials)
+
+
+T = TypeVar("T")
+
+
+async def require_token(credentials: Credentials) -> HTTPAuthorizationCredentials:
+    """A token was sent (it is looked up later, in the route's unit of work)."""
+    if credentials is None:
+        raise NotAuthenticated("send an API token: 'Authorization: Bearer TOKEN'")
+    return credentials
+
+
+TokenCredentials = Annotated[HTTPAuthorizationCredentials, Depends(require_token)]
+
+
+async def as_token_user(credentials: TokenCredentials, work: Callable[[Session, User], T]) -> T:
+    """`work` for the token's user, in one unit of work committed before it returns, on one
+    thread of the pool: what SessionDep and CurrentUser do, for the routes a client polls
+    and submits to, without a thread for each (a request waiting for a thread between them
+    would hold its open transaction meanwhile)."""
+
+    def unit_of_work() -> T:
+        with session_scope() as session:
+            return work(session, authenticate(session, credentials.credentials))
+
+    return await run_in_threadpool(unit_of_work)
 
 
 def get_admin_user(user: Annotated[User, Depends(get_current_user)]) -> User:

@@ -8,11 +8,20 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from pydantic import ValidationError
+from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from server import turns
-from server.deps import CurrentUser, OptionalUser, RowId, SessionDep, SettingsDep
+from server.deps import (
+    CurrentUser,
+    OptionalUser,
+    RowId,
+    SessionDep,
+    SettingsDep,
+    TokenCredentials,
+    as_token_user,
+)
 from server.errors import (
     BadRequest,
     Conflict,
@@ -162,29 +171,32 @@ def validate_body(body: object) -> SubmissionCreate:
     ),
     summary="Submit a kernel for grading",
 )
-def create_submission(
+async def create_submission(
     _turn: SubmissionTurn,
-    user: CurrentUser,
+    credentials: TokenCredentials,
     body: SubmissionBody,
-    session: SessionDep,
     settings: SettingsDep,
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> SubmissionAccepted:
-    submission, replayed = service.create_submission(
-        session,
-        settings,
-        user,
-        problem_name=body.problem,
-        code=body.code,
-        mode=body.mode,
-        gpu=body.gpu,
-        idempotency_key=idempotency_key,
-    )
+    def accept(session: Session, user: User) -> tuple[SubmissionAccepted, bool]:
+        submission, replayed = service.create_submission(
+            session,
+            settings,
+            user,
+            problem_name=body.problem,
+            code=body.code,
+            mode=body.mode,
+            gpu=body.gpu,
+            idempotency_key=idempotency_key,
+        )
+        return SubmissionAccepted(id=submission.id, status=submission.status), replayed
+
+    # Committed (and its grading sent) when this returns, before the response leaves.
+    accepted, replayed = await as_token_user(credentials, accept)
     if replayed:
         response.headers["Idempotent-Replayed"] = "true"
-    # Committed (and its grading sent) when this returns, before the response leaves.
-    return SubmissionAccepted(id=submission.id, status=submission.status)
+    return accepted
 
 
 @router.get(
@@ -225,12 +237,16 @@ def list_submissions(
     responses=responses(NotAuthenticated, NotFound),
     summary="A submission's status and report",
 )
-def read_submission(submission_id: RowId, session: SessionDep, user: CurrentUser) -> SubmissionOut:
-    submission = service.get_submission_for(session, submission_id, user)
-    return submission_out(session, submission, user)
+async def read_submission(submission_id: RowId, credentials: TokenCredentials) -> SubmissionOut:
+    def read(session: Session, user: User) -> SubmissionOut:
+        return submission_out(
+            session, service.get_submission_for(session, submission_id, user), user
+        )
+
+    return await as_token_user(credentials, read)
 
 
-def submission_out(session: SessionDep, submission: Submission, viewer: User) -> SubmissionOut:
+def submission_out(session: Session, submission: Submission, viewer: User) -> SubmissionOut:
     report = submission.report or {}
     shown = disclosure.disclose(viewer, submission)
     wait = service.queue_wait(session, submission)
