@@ -31,7 +31,11 @@ PROBLEM = "vectoradd"
 KERNEL = (REPO / "problems" / PROBLEM / "solutions" / "pytorch.py").read_text()
 
 
-async def drive(app: Any, tokens: list[str], count: int, path: str) -> list[float]:
+async def drive(
+    app: Any, tokens: list[str], count: int, made: list[tuple[str, int]] | None
+) -> list[float]:
+    """`count` submissions, one at a time; with `made` (token, submission id), reads of
+    these submissions by their authors instead, newest first, as clients polling do."""
     import httpx
 
     transport = httpx.ASGITransport(app=app)
@@ -39,14 +43,20 @@ async def drive(app: Any, tokens: list[str], count: int, path: str) -> list[floa
     seconds = []
     async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
         for index in range(count):
-            token = tokens[index % len(tokens)]
             began = time.perf_counter()
-            response = await client.post(
-                path, json=body, headers={"Authorization": f"Bearer {token}"}
-            )
+            if made is None:
+                auth = {"Authorization": f"Bearer {tokens[index % len(tokens)]}"}
+                response = await client.post("/api/v1/submissions", json=body, headers=auth)
+            else:
+                token, submission = made[-1 - index % len(made)]
+                auth = {"Authorization": f"Bearer {token}"}
+                response = await client.get(f"/api/v1/submissions/{submission}", headers=auth)
             seconds.append(time.perf_counter() - began)
             if response.status_code not in (200, 202):
                 raise SystemExit(f"{response.status_code}: {response.text}")
+            if made is not None and index % 2 == 0:  # a submission of the reader's own
+                response = await client.post("/api/v1/submissions", json=body, headers=auth)
+                made.append((token, response.json()["id"]))
     return seconds
 
 
@@ -64,14 +74,20 @@ def quiet_app() -> Any:
     return app
 
 
-def measure(app: Any, tokens: list[str], count: int, profile: Path | None) -> dict[str, Any]:
-    asyncio.run(drive(app, tokens, min(50, count), "/api/v1/submissions"))  # warm up
+def measure(
+    app: Any,
+    tokens: list[str],
+    count: int,
+    profile: Path | None,
+    made: list[tuple[str, int]] | None = None,
+) -> dict[str, Any]:
+    asyncio.run(drive(app, tokens, min(50, count), made))  # warm up
     profiler = cProfile.Profile() if profile else None
     cpu = time.process_time()
     wall = time.perf_counter()
     if profiler:
         profiler.enable()
-    seconds = asyncio.run(drive(app, tokens, count, "/api/v1/submissions"))
+    seconds = asyncio.run(drive(app, tokens, count, made))
     if profiler:
         profiler.disable()
         profiler.dump_stats(profile)
@@ -92,6 +108,13 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=500)
     parser.add_argument("--users", type=int, default=50)
     parser.add_argument("--profile", type=Path, help="write a cProfile of the measured requests")
+    parser.add_argument(
+        "--poll",
+        action="store_true",
+        help="measure reads of the submissions made (GET /api/v1/submissions/ID, each "
+        "by its author, while they wait in the queue) instead of submissions; after every "
+        "other read, its reader submits once more, as in bench/load.py's one-token phase",
+    )
     args = parser.parse_args()
     with (
         tempfile.TemporaryDirectory(prefix="kj-intake-") as folder,
@@ -106,10 +129,12 @@ def main() -> None:
             KJ_SUBMISSION_RATE_LIMIT="0",
         )
         # Imported once the settings are in the environment, as a `kerneljudge` command is.
+        from sqlalchemy import select
+
         from server.app import create_app
         from server.cli import prepare_database
         from server.db import session_scope
-        from server.models import User
+        from server.models import Submission, User
         from server.users.service import issue_token
         from server.worker import jobs
 
@@ -120,7 +145,19 @@ def main() -> None:
             session.flush()
             tokens = [issue_token(session, user, label="bench/intake_cost.py") for user in users]
         client = measure(quiet_app(), tokens, args.requests, None)
-        result = measure(create_app(), tokens, args.requests, args.profile)
+        app = create_app()
+        result = measure(app, tokens, args.requests, None if args.poll else args.profile)
+        if args.poll:
+            with session_scope() as session:
+                token_of = {user.id: token for user, token in zip(users, tokens, strict=True)}
+                rows = session.execute(
+                    select(Submission.user_id, Submission.id).order_by(Submission.id)
+                ).all()
+                made = [(token_of[user_id], row_id) for user_id, row_id in rows]
+            result = measure(app, tokens, args.requests, args.profile, made)
+        result["measured"] = (
+            "GET /api/v1/submissions/ID" if args.poll else "POST /api/v1/submissions"
+        )
         jobs.drain_sender()  # before the cluster stops
         result["client_cpu_ms_per_request"] = client["cpu_ms_per_request"]
         result["api_cpu_ms_per_request"] = (

@@ -9,15 +9,26 @@ from datetime import datetime
 from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm import Session, joinedload
+from sqlalchemy.orm import Session, defer, joinedload
 
-from server.models import Submission, SubmissionFile, User, utcnow
+from server.models import Problem, Submission, SubmissionFile, User, utcnow
 
 
 def get_submission(
-    session: Session, submission_id: int, *, for_update: bool = False
+    session: Session, submission_id: int, *, for_update: bool = False, to_show: bool = False
 ) -> Submission | None:
+    """``to_show``: with its problem in the same query, without the problem's files, example
+    solutions and staged version, which showing a submission does not need."""
     query = select(Submission).where(Submission.id == submission_id)
+    if to_show:
+        query = query.options(
+            joinedload(Submission.problem).options(
+                defer(Problem.files),
+                defer(Problem.solutions),
+                defer(Problem.candidate),
+                defer(Problem.description),
+            )
+        )
     if for_update:
         query = query.with_for_update()
     return session.scalar(query)

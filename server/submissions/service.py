@@ -165,7 +165,7 @@ def choose_gpu_type(problem: Problem, settings: Settings, gpu: str | None) -> st
 
 
 def get_submission_for(session: Session, submission_id: int, user: User) -> Submission:
-    submission = repository.get_submission(session, submission_id)
+    submission = repository.get_submission(session, submission_id, to_show=True)
     if submission is None or (submission.user_id != user.id and not user.is_admin):
         raise NotFound(f"no submission {submission_id} of yours")
     return submission

@@ -13,6 +13,7 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -62,7 +63,14 @@ def _open(queue: str) -> Any:
 
 def fair_order(session: Session, queue: str, limit: int | None = None) -> list[tuple[int, int]]:
     """(outbox id, priority) of the grading jobs waiting to be sent to `queue`, next first."""
-    served = (
+    waiting = _waiting(queue)
+    query = _in_turn(waiting, select(waiting.c.id, waiting.c.priority), limit)
+    return [(int(row_id), int(prio)) for row_id, prio in session.execute(query)]
+
+
+def _served(queue: str) -> Any:
+    """Each user's last grading sent to `queue`."""
+    return (
         select(OutboxMessage.user_id, func.max(OutboxMessage.sent_at).label("last"))
         .where(
             OutboxMessage.job == GRADE,
@@ -70,8 +78,13 @@ def fair_order(session: Session, queue: str, limit: int | None = None) -> list[t
             OutboxMessage.sent_at.is_not(None),
         )
         .group_by(OutboxMessage.user_id)
-        .subquery()
     )
+
+
+def _waiting(queue: str) -> Any:
+    """The jobs waiting to be sent to `queue`, with what orders them: a user's turn (their
+    first waiting job of a priority is turn 1), whether and when the user was last served."""
+    served = _served(queue).subquery()
     turn = (
         func.row_number()
         .over(
@@ -80,10 +93,11 @@ def fair_order(session: Session, queue: str, limit: int | None = None) -> list[t
         )
         .label("turn")
     )
-    waiting = (
+    return (
         select(
             OutboxMessage.id,
             OutboxMessage.priority,
+            OutboxMessage.user_id,
             turn,
             # Never served sorts first.
             case((served.c.last.is_(None), 0), else_=1).label("served"),
@@ -91,14 +105,16 @@ def fair_order(session: Session, queue: str, limit: int | None = None) -> list[t
         )
         .outerjoin(served, served.c.user_id == OutboxMessage.user_id)
         .where(*_open(queue), OutboxMessage.sent_at.is_(None))
-        .subquery()
+        .subquery("waiting")
     )
-    query = select(waiting.c.id, waiting.c.priority).order_by(
+
+
+def _in_turn(waiting: Any, query: Any, limit: int | None) -> Any:
+    """`query` of `waiting` in the fair order."""
+    query = query.order_by(
         waiting.c.priority, waiting.c.turn, waiting.c.served, waiting.c.last, waiting.c.id
     )
-    if limit is not None:
-        query = query.limit(limit)
-    return [(int(row_id), int(prio)) for row_id, prio in session.execute(query).all()]
+    return query if limit is None else query.limit(limit)
 
 
 def in_flight(session: Session, queue: str) -> tuple[int, int]:
@@ -223,10 +239,24 @@ class _Cache:
 _cache = _Cache()
 
 
+# A job's place in the fair order, as `_in_turn` sorts: priority, the user's turn, whether
+# and when (a timestamp) the user was last served, the job's id.
+_Key = tuple[int, int, int, float, int]
+
+
+def _key(priority: int, turn: int, last_served: float | None, row_id: int) -> _Key:
+    served = 0 if last_served is None else 1
+    return (priority, turn, served, last_served or 0.0, row_id)
+
+
 @dataclass(frozen=True)
 class _QueueView:
+    ids: list[int]  # the jobs not sent yet, in order
+    keys: list[_Key]  # their places in the fair order
+    priorities: list[int]  # their priorities
     order: dict[int, int]  # outbox id of a job not sent yet -> its place among them
-    priorities: list[int]  # of the jobs not sent yet, in order
+    turns: dict[tuple[int | None, int], int]  # (user, priority) -> their jobs not sent yet
+    served: dict[int | None, float]  # user -> when a job of theirs was last sent
     in_broker: list[int]  # priorities of the jobs sent and not started, oldest send first
     in_broker_ids: dict[int, int]  # outbox id -> its place among those
     running: list[tuple[int, datetime]]  # priority and start of the jobs being graded
@@ -236,22 +266,81 @@ class _QueueView:
         return row_id in self.order or row_id in self.in_broker_ids
 
 
-def _view(session: Session, queue: str) -> _QueueView:
-    order = fair_order(session, queue)
-    sent = session.execute(
+def _sent(session: Session, queue: str) -> list[tuple[int, int, datetime | None]]:
+    """(id, priority, start) of the jobs sent to `queue` and not recorded, oldest send first:
+    no more than the queue's workers and `KJ_DISPATCH_AHEAD`, so a quick read."""
+    rows = session.execute(
         select(OutboxMessage.id, OutboxMessage.priority, OutboxMessage.started_at)
         .where(*_open(queue), OutboxMessage.sent_at.is_not(None))
         .order_by(OutboxMessage.sent_at, OutboxMessage.id)
     ).all()
+    return [(int(row_id), int(prio), started) for row_id, prio, started in rows]
+
+
+def _view(session: Session, queue: str) -> _QueueView:
+    waiting = _waiting(queue)
+    served = {
+        user_id: last.timestamp() for user_id, last in session.execute(_served(queue)) if last
+    }
+    rows = session.execute(
+        select(waiting.c.id, waiting.c.priority, waiting.c.user_id, waiting.c.turn)
+    ).all()
+    turns: dict[tuple[int | None, int], int] = {}
+    for _, prio, user_id, _ in rows:
+        turns[(user_id, prio)] = turns.get((user_id, prio), 0) + 1
+    placed = sorted(
+        (_key(prio, turn, served.get(user_id), row_id), row_id, prio)
+        for row_id, prio, user_id, turn in rows
+    )
+    sent = _sent(session, queue)
     in_broker = [(row_id, prio) for row_id, prio, started in sent if started is None]
     return _QueueView(
-        order={row_id: place for place, (row_id, _) in enumerate(order)},
-        priorities=[prio for _, prio in order],
+        ids=[row_id for _, row_id, _ in placed],
+        keys=[key for key, _, _ in placed],
+        priorities=[prio for _, _, prio in placed],
+        order={row_id: place for place, (_, row_id, _) in enumerate(placed)},
+        turns=turns,
+        served=served,
         in_broker=[prio for _, prio in in_broker],
         in_broker_ids={row_id: place for place, (row_id, _) in enumerate(in_broker)},
         running=[(prio, started) for _, prio, started in sent if started is not None],
-        newest=max([row_id for row_id, _ in order] + [row_id for row_id, _, _ in sent], default=0),
+        newest=max([row_id for _, row_id, _ in placed] + [row[0] for row in sent], default=0),
     )
+
+
+def _ahead_of_new(
+    session: Session, queue: str, view: _QueueView, row: OutboxMessage
+) -> tuple[list[int], list[tuple[int, datetime]]]:
+    """For a job made after `view` was taken: the priorities of the jobs ahead of it and the
+    jobs being graded. What changed since the view is read as it is now, which is quick:
+    the jobs sent (no more than the queue's room) and the jobs made since (at most
+    `ORDER_TTL_S` of submissions), placed among the view's in the fair order."""
+    sent = _sent(session, queue)
+    running = [(prio, started) for _, prio, started in sent if started is not None]
+    in_broker = [(row_id, prio) for row_id, prio, started in sent if started is None]
+    for place, (row_id, _) in enumerate(in_broker):
+        if row_id == row.id:
+            return [prio for _, prio in in_broker[:place]], running
+    made_since = session.execute(
+        select(OutboxMessage.id, OutboxMessage.priority, OutboxMessage.user_id)
+        .where(*_open(queue), OutboxMessage.sent_at.is_(None), OutboxMessage.id > view.newest)
+        .order_by(OutboxMessage.id)
+    ).all()
+    turns = dict(view.turns)
+    placed = []
+    for row_id, prio, user_id in made_since:
+        turns[(user_id, prio)] = turns.get((user_id, prio), 0) + 1
+        key = _key(prio, turns[(user_id, prio)], view.served.get(user_id), row_id)
+        placed.append((key, row_id, prio))
+    mine = next((key for key, row_id, _ in placed if row_id == row.id), None)
+    if mine is None:  # sent and started since this look began
+        return [prio for _, prio in in_broker], running
+    gone = {row_id for row_id, _, _ in sent}  # sent since the view was taken
+    place = bisect_left(view.keys, mine)
+    ahead = [prio for _, prio in in_broker]
+    ahead += [view.priorities[i] for i in range(place) if view.ids[i] not in gone]
+    ahead += [prio for key, _, prio in placed if key < mine]
+    return ahead, running
 
 
 def typical_durations(session: Session, queue: str) -> dict[int, float]:
@@ -300,24 +389,24 @@ def wait_for(session: Session, submission: Submission) -> Wait | None:
         return None
     queue = row.queue
     view: _QueueView = _cache.get(("view", queue), ORDER_TTL_S, lambda: _view(session, queue))
-    if not view.holds(row.id) and row.id > view.newest:
-        # Made after the view was taken: a submission's first look at its place reads the
-        # queue as it is now, not as it was up to a second ago.
-        view = _view(session, queue)
-        _cache.put(("view", queue), view)
+    running = view.running
     if row.id in view.in_broker_ids:
         ahead = view.in_broker[: view.in_broker_ids[row.id]]
     elif row.id in view.order:
         ahead = view.in_broker + view.priorities[: view.order[row.id]]
-    else:  # sent or made after the view was taken
+    elif row.id > view.newest:
+        # Made after the view was taken: a submission's first look at its place does not
+        # count a job that started meanwhile, nor wait for the whole queue to be read again
+        # (under a stream of submissions, each one's first look would).
+        ahead, running = _ahead_of_new(session, queue, view, row)
+    else:  # sent after the view was taken
         ahead = list(view.in_broker)
     durations = typical_durations(session, queue)
     now = utcnow()
     remaining = sum(
-        max(0.0, durations[prio] - (now - started).total_seconds())
-        for prio, started in view.running
+        max(0.0, durations[prio] - (now - started).total_seconds()) for prio, started in running
     )
-    workers = max(workers_seen(session, queue), len(view.running))
+    workers = max(workers_seen(session, queue), len(running))
     expected = (sum(durations[prio] for prio in ahead) + remaining) / workers
     return Wait(position=len(ahead), expected_s=expected)
 

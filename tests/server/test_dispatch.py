@@ -203,6 +203,41 @@ async def test_a_new_submission_reads_its_place_from_the_queue_as_it_is_now(
     assert body["queue_position"] == 1
 
 
+async def test_new_submissions_read_the_same_places_as_a_fresh_read_of_the_queue(
+    client: httpx.AsyncClient,
+) -> None:
+    """A submission made after the queue's memo was taken is placed in the memo's order
+    without reading the whole queue again; the places it reads agree with a fresh read for
+    users served before, never served, with backlogs of their own and in other modes."""
+    ada, bob, cyd = make_account(), make_account(), make_account()
+    running = await submit(client, ada)
+    backlog = [await submit(client, ada) for _ in range(3)] + [await submit(client, bob)]
+    wait_for_sender()
+    start(running)
+    url = f"/api/v1/submissions/{backlog[-1]}"  # Bob's, never served, before Ada's second
+    assert (await client.get(url, headers=bob.headers)).json()["queue_position"] == 0  # memo
+    made = [
+        (bob, await submit(client, bob)),
+        (cyd, await submit(client, cyd)),
+        (ada, await submit(client, ada)),
+        (cyd, await submit(client, cyd, "leaderboard")),
+        (cyd, await submit(client, cyd)),
+    ]
+    wait_for_sender()
+    quick = []
+    for account, submission in made:
+        body = await client.get(f"/api/v1/submissions/{submission}", headers=account.headers)
+        quick.append(body.json()["queue_position"])
+    fresh = []
+    for account, submission in made:
+        dispatch.forget()
+        body = await client.get(f"/api/v1/submissions/{submission}", headers=account.headers)
+        fresh.append(body.json()["queue_position"])
+    assert quick == fresh
+    # Never served (Bob, Cyd) before served (Ada) at each turn; ranked runs last.
+    assert fresh == [3, 1, 7, 8, 4]
+
+
 async def test_a_worker_that_says_it_is_there_gets_a_job_before_it_has_graded_any(
     client: httpx.AsyncClient,
 ) -> None:
