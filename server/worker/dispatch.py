@@ -206,19 +206,30 @@ class Wait:
 
 
 class _Cache:
-    """Small per-process memos, so that polling a queued submission stays cheap."""
+    """Small per-process memos, so that polling a queued submission stays cheap. A memo
+    past its time is made again by one thread while the others read the old one: under
+    load, a long queue is then read once when its memo expires, not by every request
+    that asks in that moment."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._held: dict[Any, tuple[float, Any]] = {}
+        self._making: set[Any] = set()
 
     def get(self, key: Any, ttl_s: float, make: Any) -> Any:
         now = time.monotonic()
         with self._lock:
             held = self._held.get(key)
-        if held is not None and now - held[0] < ttl_s:
-            return held[1]
-        value = make()
+            if held is not None and now - held[0] < ttl_s:
+                return held[1]
+            if held is not None and key in self._making:
+                return held[1]
+            self._making.add(key)
+        try:
+            value = make()
+        finally:
+            with self._lock:
+                self._making.discard(key)
         with self._lock:
             self._held[key] = (now, value)
         return value
@@ -234,6 +245,7 @@ class _Cache:
     def clear(self) -> None:
         with self._lock:
             self._held.clear()
+            self._making.clear()
 
 
 _cache = _Cache()
@@ -321,14 +333,26 @@ def _ahead_of_new(
     for place, (row_id, _) in enumerate(in_broker):
         if row_id == row.id:
             return [prio for _, prio in in_broker[:place]], running
+    # By id alone, which reads the newest rows of the primary key's index: filtered by
+    # queue too, a planner can choose to walk every waiting job instead.
     made_since = session.execute(
-        select(OutboxMessage.id, OutboxMessage.priority, OutboxMessage.user_id)
-        .where(*_open(queue), OutboxMessage.sent_at.is_(None), OutboxMessage.id > view.newest)
+        select(
+            OutboxMessage.id,
+            OutboxMessage.priority,
+            OutboxMessage.user_id,
+            OutboxMessage.job,
+            OutboxMessage.queue,
+            OutboxMessage.sent_at,
+            OutboxMessage.done_at,
+        )
+        .where(OutboxMessage.id > view.newest)
         .order_by(OutboxMessage.id)
     ).all()
     turns = dict(view.turns)
     placed = []
-    for row_id, prio, user_id in made_since:
+    for row_id, prio, user_id, job, job_queue, sent_at, done_at in made_since:
+        if job != GRADE or job_queue != queue or sent_at is not None or done_at is not None:
+            continue
         turns[(user_id, prio)] = turns.get((user_id, prio), 0) + 1
         key = _key(prio, turns[(user_id, prio)], view.served.get(user_id), row_id)
         placed.append((key, row_id, prio))
