@@ -43,17 +43,8 @@ def get_optional_user(session: SessionDep, credentials: Credentials) -> User | N
     return authenticate(session, credentials.credentials)
 
 
-def get_current_user(session: SessionDep, credentials: Credentials) -> User:
-    if credentials is None:
-        raise NotAuthenticated("send an API token: 'Authorization: Bearer TOKEN'")
-    return authenticate(session, credentials.credentials)
-
-
-T = TypeVar("T")
-
-
 async def require_token(credentials: Credentials) -> HTTPAuthorizationCredentials:
-    """A token was sent (it is looked up later, in the route's unit of work)."""
+    """A token was sent (it is looked up by whoever needs its user)."""
     if credentials is None:
         raise NotAuthenticated("send an API token: 'Authorization: Bearer TOKEN'")
     return credentials
@@ -62,7 +53,16 @@ async def require_token(credentials: Credentials) -> HTTPAuthorizationCredential
 TokenCredentials = Annotated[HTTPAuthorizationCredentials, Depends(require_token)]
 
 
-async def as_token_user(credentials: TokenCredentials, work: Callable[[Session, User], T]) -> T:
+def get_current_user(session: SessionDep, credentials: TokenCredentials) -> User:
+    return authenticate(session, credentials.credentials)
+
+
+T = TypeVar("T")
+
+
+async def as_token_user(
+    credentials: HTTPAuthorizationCredentials, work: Callable[[Session, User], T]
+) -> T:
     """`work` for the token's user, in one unit of work committed before it returns, on one
     thread of the pool: what SessionDep and CurrentUser do, for the routes a client polls
     and submits to, without a thread for each (a request waiting for a thread between them

@@ -64,7 +64,11 @@ def _open(queue: str) -> Any:
 def fair_order(session: Session, queue: str, limit: int | None = None) -> list[tuple[int, int]]:
     """(outbox id, priority) of the grading jobs waiting to be sent to `queue`, next first."""
     waiting = _waiting(queue)
-    query = _in_turn(waiting, select(waiting.c.id, waiting.c.priority), limit)
+    query = select(waiting.c.id, waiting.c.priority).order_by(
+        waiting.c.priority, waiting.c.turn, waiting.c.served, waiting.c.last, waiting.c.id
+    )
+    if limit is not None:
+        query = query.limit(limit)
     return [(int(row_id), int(prio)) for row_id, prio in session.execute(query)]
 
 
@@ -107,14 +111,6 @@ def _waiting(queue: str) -> Any:
         .where(*_open(queue), OutboxMessage.sent_at.is_(None))
         .subquery("waiting")
     )
-
-
-def _in_turn(waiting: Any, query: Any, limit: int | None) -> Any:
-    """`query` of `waiting` in the fair order."""
-    query = query.order_by(
-        waiting.c.priority, waiting.c.turn, waiting.c.served, waiting.c.last, waiting.c.id
-    )
-    return query if limit is None else query.limit(limit)
 
 
 def in_flight(session: Session, queue: str) -> tuple[int, int]:
@@ -227,16 +223,14 @@ class _Cache:
             self._making.add(key)
         try:
             value = make()
-        finally:
+        except BaseException:
             with self._lock:
                 self._making.discard(key)
+            raise
         with self._lock:
+            self._making.discard(key)
             self._held[key] = (now, value)
         return value
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            self._held[key] = (time.monotonic(), value)
 
     def drop(self, key: Any) -> None:
         with self._lock:
@@ -251,7 +245,7 @@ class _Cache:
 _cache = _Cache()
 
 
-# A job's place in the fair order, as `_in_turn` sorts: priority, the user's turn, whether
+# A job's place in the fair order, as `fair_order` sorts: priority, the user's turn, whether
 # and when (a timestamp) the user was last served, the job's id.
 _Key = tuple[int, int, int, float, int]
 
@@ -273,9 +267,6 @@ class _QueueView:
     in_broker_ids: dict[int, int]  # outbox id -> its place among those
     running: list[tuple[int, datetime]]  # priority and start of the jobs being graded
     newest: int  # the newest outbox id the view holds
-
-    def holds(self, row_id: int) -> bool:
-        return row_id in self.order or row_id in self.in_broker_ids
 
 
 def _sent(session: Session, queue: str) -> list[tuple[int, int, datetime | None]]:
