@@ -132,24 +132,7 @@ def backlog(
             default=None,
         ),
         "phases_median_s": phases(reports),
-        "harness_clock_over_median": clock_ratios(reports),
         "flags": sorted({flag for r in reports for flag in r.get("flags") or []})[:5],
-    }
-
-
-def clock_ratios(reports: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Per timed case, the harness's own per-call time over the reported median (the
-    cross-check, grader/crosscheck.py): its median and largest value over the gradings."""
-    ratios: dict[str, list[float]] = {}
-    for report in reports:
-        for case in report.get("cases") or []:
-            timed = case.get("time") or {}
-            if timed.get("harness_per_call_s") and timed.get("median_s"):
-                name = " ".join(f"{k}={v}" for k, v in case["params"].items() if k != "seed")
-                ratios.setdefault(name, []).append(timed["harness_per_call_s"] / timed["median_s"])
-    return {
-        name: {"median": statistics.median(values), "max": max(values)}
-        for name, values in ratios.items()
     }
 
 

@@ -33,26 +33,12 @@
 #   bash bench/h200_session.sh cases      # one stream: the corpus's CUDA cases, the GPU's
 #                                         #    state around them, (NCU=1) our medians against ncu
 #   bash bench/h200_session.sh speedcases # speed, then cases
-#   bash bench/h200_session.sh probe      # one stream: rmsnorm's and vectoradd's medians against
-#                                         #    the harness's clock (bench/crosscheck_probe.py),
-#                                         #    Nsight Compute in the sandbox (bench/ncu_probe.py),
-#                                         #    (NCU=1) our medians against ncu
 #   bash bench/h200_session.sh ncuspeed   # one stream: Nsight Compute in the sandbox
 #                                         #    (bench/ncu_probe.py), then the speed stream
 #   bash bench/h200_session.sh ranking    # one stream: rmsnorm's ten fresh leaderboard
 #                                         #    gradings through serve, our medians against ncu
-#   bash bench/h200_session.sh bound      # one stream: rmsnorm's cross-check against its
-#                                         #    medians, the GPU once serve has exited, the
-#                                         #    corpus's CUDA cases
 #   bash bench/h200_session.sh compare    # one stream: our medians against ncu, the corpus's
 #                                         #    CUDA cases and the GPU's state around them
-#   bash bench/h200_session.sh paths      # one stream: a batch's per-call time piece by piece in
-#                                         #    one process (bench/batch_probe.py), rmsnorm's
-#                                         #    harness clock over its medians (clock_ratios.py)
-#   bash bench/h200_session.sh trace      # one stream: the cross-check's batches traced inside
-#                                         #    real gradings (bench/crosscheck_trace.py)
-#   bash bench/h200_session.sh allowed    # one stream: rmsnorm's and vectoradd's clock ratios,
-#                                         #    then the bound stream
 #   bash bench/h200_session.sh gpumode    # one stream: Helion and CuTe DSL present?, the built-in
 #                                         #    Helion and CuTe DSL solutions (LANGUAGES),
 #                                         #    (CONV2D=1) conv2d_py's example under GPU MODE's
@@ -299,18 +285,6 @@ cases_stream() {  # the corpus's CUDA cases (and, with NCU=1, our medians agains
   fi
 }
 
-probe_stream() {  # the harness's clock beside the medians, Nsight Compute in the sandbox
-  step 240 "rmsnorm's solutions in leaderboard mode: medians against the harness's clock" \
-    python3 bench/crosscheck_probe.py rmsnorm pytorch triton cuda_inline --runs 2 \
-    --out "$out/crosscheck_rmsnorm.json"
-  step 60 "vectoradd beside them" python3 bench/crosscheck_probe.py vectoradd pytorch \
-    --runs 1 --out "$out/crosscheck_vectoradd.json"
-  step 120 "Nsight Compute outside and inside the sandbox" python3 bench/ncu_probe.py \
-    --out "$out/ncu_probe.json"
-  if [ -n "${NCU:-}" ]; then
-    step 200 "our medians against ncu" python3 bench/validate_timing.py compare "$out"
-  fi
-}
 
 ncu_and_speed() {
   step 120 "Nsight Compute outside and inside the sandbox" python3 bench/ncu_probe.py \
@@ -374,39 +348,9 @@ ranking_stream() {  # rmsnorm's ten fresh leaderboard gradings, then our medians
   step 300 "our medians against ncu" python3 bench/validate_timing.py compare "$out"
 }
 
-paths_stream() {  # rmsnorm's cross-check: a solution writing its out buffer, one returning a new tensor
-  step 120 "rmsnorm and vectoradd: a batch's per-call time piece by piece (bench/batch_probe.py)" \
-    python3 bench/batch_probe.py rmsnorm pytorch triton --out "$out/batch_probe_rmsnorm.json"
-  step 60 "vectoradd beside it" \
-    python3 bench/batch_probe.py vectoradd pytorch --out "$out/batch_probe_vectoradd.json"
-  step 150 "rmsnorm triton and pytorch, leaderboard mode, the harness's clock over the medians" \
-    python3 bench/clock_ratios.py rmsnorm triton pytorch --out "$out/clock_ratios.json"
-}
 
-trace_stream() {  # the cross-check's batches traced in real gradings, sandboxed and not
-  step 120 "rmsnorm triton and pytorch, sandboxed: each batch, again at once, again after idling" \
-    python3 bench/crosscheck_trace.py rmsnorm triton pytorch --out "$out/trace_rmsnorm.json"
-  step 60 "rmsnorm triton, not sandboxed" python3 bench/crosscheck_trace.py rmsnorm triton \
-    --no-sandbox --out "$out/trace_rmsnorm_open.json"
-  step 60 "vectoradd pytorch, sandboxed" python3 bench/crosscheck_trace.py vectoradd pytorch \
-    --out "$out/trace_vectoradd.json"
-}
 
-allowed_stream() {  # the cross-check with a batch's fixed cost allowed: rmsnorm and vectoradd, then bound
-  step 120 "rmsnorm triton and pytorch, vectoradd pytorch: the harness's clock over the medians" \
-    bash -c "python3 bench/clock_ratios.py rmsnorm triton pytorch --out $out/ratios_rmsnorm.json &&
-      python3 bench/clock_ratios.py vectoradd pytorch --out $out/ratios_vectoradd.json"
-  bound_stream
-}
 
-bound_stream() {  # rmsnorm's cross-check against its medians, the GPU once serve has exited, the CUDA cases
-  step 150 "rmsnorm: four leaderboard gradings through serve, the harness's clock over the medians" \
-    python3 bench/backlog.py --problem rmsnorm --test 0 --leaderboard 4 --users 2 \
-    --turnarounds 0 --out "$out/backlog_bound.json"
-  step 30 "GPU state the moment serve has exited" python3 -c \
-    "from grader.hygiene import gpu_state; print(gpu_state())"
-  cases_stream
-}
 
 speed_and_cases() {
   speed_stream
@@ -431,14 +375,9 @@ case "$what" in
   speed) one_stream speed_stream ;;
   cases) one_stream cases_stream ;;
   speedcases) one_stream speed_and_cases ;;
-  probe) one_stream probe_stream ;;
   ncuspeed) one_stream ncu_and_speed ;;
   compare) one_stream compare_stream ;;
   ranking) one_stream ranking_stream ;;
-  bound) one_stream bound_stream ;;
-  paths) one_stream paths_stream ;;
-  trace) one_stream trace_stream ;;
-  allowed) one_stream allowed_stream ;;
   gpumode) one_stream gpumode_stream ;;
   profile) one_stream profile_stream ;;
   *) echo "unknown: $what"; exit 2 ;;

@@ -80,7 +80,7 @@ class ProblemSide:
         self.problem = problem
         self.kind = kind
         self.ranked_seed = ranked_seed
-        # The cross-check's fresh sets: the ranked seed in leaderboard mode, else one drawn
+        # The timed batches' fresh sets: the ranked seed in leaderboard mode, else one drawn
         # for this grading alone, so no set can be known before it is handed over.
         self.fresh_seed = ranked_seed if ranked_seed is not None else inputs.ranked_seed(None)
         self.clock = clock
@@ -113,7 +113,7 @@ class ProblemSide:
 
     def generate(self, case: dict[str, Any], repeat: int = 0, seed: int | None = None) -> Any:
         """Input set `repeat` of `case`; `seed` overrides the grading's ranked seed (fresh sets
-        for the cross-check outside leaderboard mode)."""
+        for the timed batches outside leaderboard mode)."""
         with self.clock.phase("inputs"):
             kwargs = seeded_case(case, self.ranked_seed if seed is None else seed, repeat=repeat)
             try:

@@ -2,14 +2,14 @@
 for each case writes inputs into the slab the runner reads, checks every output and timing
 it hands back, and writes the report. It never imports or executes the submission. The
 steps it calls live by protocol step: the problem's side (`expected`), the runner channel
-(`session`, `staging`), output checks (`check`), timing rules (`timing`, `plausibility`,
-`crosscheck`)."""
+(`session`, `staging`), output checks (`check`), the ranked time (`clock`), timing rules
+(`timing`, `plausibility`)."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
-import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from grader import crosscheck, inputs, nsight, plausibility, profiling
+from grader import clock, inputs, nsight, plausibility, profiling, replies
 from grader.calibrate import DevicePeaks, measure_peaks
 from grader.check import is_tensor_tree, modified_inputs, wrong_output
 from grader.confine import DEFAULT_MEMORY_BYTES
@@ -32,15 +32,12 @@ from grader.requirements import shortfall
 from grader.screen import screen as screen_source
 from grader.session import RunnerSession, Standby
 from grader.staging import Layout, Sets
-from grader.timing import (
-    MAX_SAMPLES,
-    RANKED_MAX_SAMPLES,
-    enough_samples,
-    geometric_mean,
-    summarize,
-)
+from grader.timing import MAX_SAMPLES, geometric_mean, summarize
 
 __all__ = ["CUDA_ONLY", "DEVICES", "MODES", "Standby", "grade"]
+
+# What a case keeps of the runner's own event times (benchmark mode; never ranked).
+RUNNER_FIGURES = ("median_s", "min_s", "cv", "iqr_over_median", "samples", "sm_clock_mhz")
 
 MODES = tuple(Mode)
 DEVICES = ("cpu", "cuda")
@@ -203,6 +200,18 @@ def held_torch_settings() -> Iterator[None]:
 
 def _cap(text: str) -> str:
     return text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + " [...]"
+
+
+def _reported_samples(reply: dict[str, Any], most: int) -> list[float]:
+    """The per-call seconds a runner reported: a list of finite, non-negative floats, no
+    more than it was asked for; anything else rejects the submission."""
+    samples = reply.get("samples")
+    if not isinstance(samples, list) or not 0 < len(samples) <= most:
+        raise Stop("rejected", "the runner reported malformed timings")
+    kept = [replies.number(value) for value in samples]
+    if any(value is None for value in kept):
+        raise Stop("rejected", "the runner reported malformed timings")
+    return [value for value in kept if value is not None]
 
 
 class _Grading:
@@ -388,10 +397,11 @@ class _Grading:
         if failure:
             result.status, result.message = "failed", _cap(failure)
             return
-        if self.mode == "benchmark":
-            self._time_benchmark(session, setup, slab_id, sets, result)
-        elif self.mode == "leaderboard":
-            self._time_ranked(session, setup, slab_id, sets, result)
+        if self.mode == Mode.BENCHMARK:
+            self._time_on_runner(session, setup, slab_id, sets, result)
+        elif self.mode == Mode.LEADERBOARD:
+            self._write(sets, setup.data, setup.written)
+            session.request({"op": "warmup", "slab": slab_id, "set": 0})
         elif self.mode == Mode.PROFILE:
             with self.clock.phase("profile"):
                 self._write(sets, setup.data, setup.written)
@@ -400,8 +410,8 @@ class _Grading:
                 reply = session.request(request).reply
                 if self.ncu is None:
                     result.profile = profiling.table_from_reply(reply, self.why_not_ncu)
-        if result.time is not None:
-            self._cross_check(session, setup, layout, result)
+        if self.mode in (Mode.BENCHMARK, Mode.LEADERBOARD):
+            self._time_on_harness_clock(session, setup, layout, result)
         result.status = "passed"
 
     def _write(self, sets: Sets, data: Any, written: set[str]) -> None:
@@ -434,7 +444,7 @@ class _Grading:
         end = min(self.deadline, self.started + self.total_limit_s)
         return max(0.0, min(self.problem.case_time_budget_s, end - time.monotonic()))
 
-    def _time_benchmark(
+    def _time_on_runner(
         self,
         session: RunnerSession,
         setup: CaseSetup,
@@ -442,7 +452,10 @@ class _Grading:
         sets: Sets,
         result: CaseResult,
     ) -> None:
-        """The same public inputs for every call, the outputs poisoned before each."""
+        """Benchmark mode's device time as the runner's own events measure it (the L2
+        flushed before each call, the public inputs over and over, the outputs poisoned
+        before each call): for its author to read beside the ranked figure, never ranked,
+        since the submission's process could write any number there."""
         self._write(sets, setup.data, setup.written)
         request = {
             "op": "time",
@@ -453,70 +466,49 @@ class _Grading:
             "poison": sorted(setup.written),
         }
         exchange = session.request(request)
-        samples = self._samples(exchange.reply)
-        paused = exchange.reply.get("paused_s")
-        if isinstance(paused, float) and 0 <= paused <= exchange.wall_s:
+        reply = exchange.reply
+        samples = _reported_samples(reply, MAX_SAMPLES)
+        paused = replies.number(reply.get("paused_s"), high=exchange.wall_s)
+        if paused is not None:
             # As the runner tells it; within the timed calls' phase, for a reader only.
             phases = self.report.phases
             phases["pauses_in_timed_calls"] = phases.get("pauses_in_timed_calls", 0.0) + paused
         plausibility.check_claims(_label(setup.case), samples, exchange.wall_s)
-        output = sets.output(0, exchange.reply.get("output"))
+        output = sets.output(0, reply.get("output"))
         failure = self._wrong(setup.case, setup.data, output, setup.expected)
         if failure:
             raise Stop("failed", failure + " (output of the last timed call)")
-        self._record_time(setup.case, samples, exchange.reply.get("sm_clock_mhz"), result)
+        events = summarize(samples, replies.number(reply.get("sm_clock_mhz"), high=1e5))
+        result.runner_time = {key: events[key] for key in RUNNER_FIGURES}
 
-    def _time_ranked(
-        self,
-        session: RunnerSession,
-        setup: CaseSetup,
-        slab_id: int,
-        sets: Sets,
-        result: CaseResult,
+    def _time_on_harness_clock(
+        self, session: RunnerSession, setup: CaseSetup, layout: Layout, result: CaseResult
     ) -> None:
-        """Fresh inputs for every timed call, and every timed call's output checked."""
-        case = setup.case
-        self._write(sets, setup.data, setup.written)
-        session.request({"op": "warmup", "slab": slab_id, "set": 0})
-        samples: list[float] = []
-        walls: list[float] = []
-        clocks: list[float] = []
-        budget_ends = time.monotonic() + self._budget()
-        for repeat in range(1, RANKED_MAX_SAMPLES + 1):
-            fresh = self.side.generate(case, repeat)
-            self._write(sets, fresh, setup.written)
-            exchange = session.request({"op": "time_one", "slab": slab_id, "set": 0})
-            samples += self._samples(exchange.reply)
-            walls.append(exchange.wall_s)
-            if isinstance(exchange.reply.get("sm_clock_mhz"), int | float):
-                clocks.append(float(exchange.reply["sm_clock_mhz"]))
-            failure = self._wrong(case, fresh, sets.output(0, exchange.reply.get("output")))
-            if failure:
-                raise Stop("failed", failure + f" (timed call {repeat})")
-            if enough_samples(samples) or time.monotonic() > budget_ends:
-                break
-        plausibility.check_claims(_label(case), samples, sum(walls))
-        clock = statistics.median(clocks) if clocks else None
-        self._record_time(case, samples, clock, result)
-
-    def _samples(self, reply: dict[str, Any]) -> list[float]:
-        samples = reply.get("samples")
-        if (
-            not isinstance(samples, list)
-            or not samples
-            or not all(isinstance(s, float) and s == s and s >= 0 for s in samples)
-        ):
-            raise Stop("rejected", "the runner reported malformed timings")
-        return samples
-
-    def _record_time(
-        self, case: dict[str, Any], samples: list[float], clock: Any, result: CaseResult
-    ) -> None:
-        clock_mhz = float(clock) if isinstance(clock, int | float) else None
-        result.time = summarize(samples, clock_mhz)
-        if result.time["median_s"] <= 0:
-            raise Stop("rejected", f"case {_label(case)}: a median time of zero is impossible")
-        self._apply_roofline(case, result)
+        """The case's ranked time: batches of back-to-back calls on fresh inputs, timed by
+        this process (grader/clock.py)."""
+        overheads = session.overheads
+        if self.peaks is not None:
+            overheads = dataclasses.replace(overheads, copy_bytes_per_s=self.peaks.copy_bytes_per_s)
+        batches = clock.Batches(
+            self.side,
+            session,
+            setup,
+            layout,
+            overheads,
+            self.problem.tolerance,
+            check_all=self.mode == Mode.LEADERBOARD,
+        )
+        measured = batches.measure(time.monotonic() + self._budget())
+        if measured.median_s <= 0:
+            raise Stop(
+                "error",
+                f"case {_label(setup.case)}: the grader's clock could not tell its calls "
+                "from the fixed cost of a batch",
+            )
+        result.time = summarize(measured.per_call_s, measured.sm_clock_mhz)
+        result.time["calls_per_batch"] = measured.calls_per_batch
+        result.time["calls"] = measured.calls_per_batch * len(measured.per_call_s)
+        self._apply_roofline(setup.case, result)
 
     def _apply_roofline(self, case: dict[str, Any], result: CaseResult) -> None:
         """Speed-of-light fraction against this device's measured peaks; a time under the
@@ -535,26 +527,6 @@ class _Grading:
         roofline["sol_fraction"] = floor / median
         if self.enforce_floor:
             plausibility.check_floor(_label(case), median, floor)
-
-    def _cross_check(
-        self, session: RunnerSession, setup: CaseSetup, layout: Layout, result: CaseResult
-    ) -> None:
-        assert result.time is not None
-        median = result.time["median_s"]
-        clock = crosscheck.cross_check(
-            self.side,
-            session,
-            setup,
-            layout,
-            median,
-            self.peaks,
-            self.problem.tolerance,
-            warm_median=self.mode == Mode.BENCHMARK,
-        )
-        result.time["harness_per_call_s"] = clock.per_call_s
-        flag = plausibility.judge(self.kind, _label(setup.case), median, clock)
-        if flag:
-            self.report.flags.append(flag)
 
     def _collect_profile(self, session: RunnerSession) -> None:
         """Nsight Compute's summary into each case, its report into the report's files; or,
@@ -600,5 +572,6 @@ class _Grading:
         self.report.score = geometric_mean(medians)
         self.report.message = (
             f"all {len(self.report.cases)} benchmark cases passed; "
-            f"score {self.report.score * 1e6:.3f} µs (geometric mean of medians)"
+            f"score {self.report.score * 1e6:.3f} µs (geometric mean of each case's time "
+            "per call on the grader's own clock)"
         )

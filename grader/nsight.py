@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from grader import replies
 from grader.profiling import NVTX_RANGE
 from grader.protocol import recv_fd, send_fd, send_message
 from grader.report import Stop
@@ -327,8 +328,10 @@ def summary_from_reply(reply: dict[str, Any]) -> dict[str, Any]:
     return {
         "version": str(found.get("version", ""))[:40],
         "report": found.get("report") is True,
-        "returncode": returncode if isinstance(returncode, int) else None,
-        "launches": launches if isinstance(launches, int) else 0,
+        "returncode": returncode
+        if replies.number(returncode, low=-(1 << 31), high=1 << 31) is not None
+        else None,
+        "launches": replies.count(launches) or 0,
         "errors": [str(line)[:500] for line in errors[:5]],
         "cases": kept,
     }
@@ -336,15 +339,10 @@ def summary_from_reply(reply: dict[str, Any]) -> dict[str, Any]:
 
 def _kept_kernel(kernel: dict[str, Any]) -> dict[str, Any]:
     def figure(key: str) -> float | None:
-        value = kernel.get(key)
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return None
-        return float(value) if math.isfinite(value) and value >= 0 else None
+        return replies.number(kernel.get(key))
 
     def count(key: str) -> int | None:
-        value = kernel.get(key)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
-            else None  # fmt: skip
+        return replies.count(kernel.get(key))
 
     kept: dict[str, Any] = {"name": str(kernel.get("name", ""))[:MAX_NAME],
                             "launches": count("launches") or 0}  # fmt: skip
@@ -355,12 +353,9 @@ def _kept_kernel(kernel: dict[str, Any]) -> dict[str, Any]:
     stalls = kernel.get("stalls")
     stalls = stalls if isinstance(stalls, list) else []
     kept["stalls"] = [
-        {"reason": str(s.get("reason", ""))[:40], "per_issue": float(s["per_issue"])}
+        {"reason": str(s.get("reason", ""))[:40], "per_issue": replies.number(s["per_issue"])}
         for s in stalls[:MAX_STALLS]
-        if isinstance(s, dict)
-        and isinstance(s.get("per_issue"), int | float)
-        and not isinstance(s.get("per_issue"), bool)
-        and math.isfinite(s["per_issue"])
+        if isinstance(s, dict) and replies.number(s.get("per_issue")) is not None
     ]
     return kept
 

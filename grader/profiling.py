@@ -6,13 +6,13 @@ so what the submission could bend in it misleads only itself."""
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
+from grader import replies
 from grader.report import Stop
 
 # Calls profiled per case, after one call outside the profile (compilation, autotuning and
@@ -106,11 +106,11 @@ def table_from_reply(reply: dict[str, Any], why_not_ncu: str) -> dict[str, Any]:
     the grading stops with an error. `why_not_ncu`: why this is no Nsight Compute profile."""
     profile = reply.get("profile")
     if not isinstance(profile, dict) or not isinstance(profile.get("rows"), list):
-        raise Stop("error", "the runner answered the profile request without a profile")
+        raise Stop("rejected", "the runner answered the profile request without a profile")
     rows = []
     for row in profile["rows"][:MAX_ROWS]:
         if not isinstance(row, dict) or not isinstance(row.get("name"), str):
-            raise Stop("error", "the runner answered the profile request with malformed rows")
+            raise Stop("rejected", "the runner answered the profile request with malformed rows")
         kept: dict[str, Any] = {
             "name": row["name"][:MAX_NAME],
             "device_type": str(row.get("device_type", ""))[:16],
@@ -129,12 +129,14 @@ def table_from_reply(reply: dict[str, Any], why_not_ncu: str) -> dict[str, Any]:
 
 
 def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise Stop("error", "the runner answered the profile request with malformed numbers")
-    return max(0.0, float(value))
+    kept = replies.number(value, low=-replies.LARGEST)
+    if kept is None:
+        raise Stop("rejected", "the runner answered the profile request with malformed numbers")
+    return max(0.0, kept)
 
 
 def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise Stop("error", "the runner answered the profile request with malformed counts")
-    return value
+    kept = replies.count(value)
+    if kept is None:
+        raise Stop("rejected", "the runner answered the profile request with malformed counts")
+    return kept

@@ -59,8 +59,14 @@ class CaseResult:
     params: dict[str, Any]
     status: str
     message: str = ""
-    # median_s, mean_s, min_s, p10_s, p90_s, cv, samples, sm_clock_mhz; None when untimed.
+    # The ranked time per call on the harness's clock, over its batches: median_s (the
+    # case's figure), mean_s, min_s, p10_s .. p90_s, cv, iqr_over_median, samples (batches),
+    # calls_per_batch, calls, sm_clock_mhz; None when untimed.
     time: dict[str, Any] | None = None
+    # Benchmark mode: the device time the runner's own events measured (median_s, min_s,
+    # cv, iqr_over_median, samples, sm_clock_mhz). The submission's process wrote it, so it
+    # never ranks; it is there for its author, next to the ranked figure.
+    runner_time: dict[str, Any] | None = None
     roofline: dict[str, float] | None = None
     # Profile mode: what took the time in the case's profiled calls (grader/profiling.py).
     profile: dict[str, Any] | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
+import math
 import os
 import shutil
 import socket
@@ -44,11 +45,33 @@ REQUEST_PHASES = {
     "run": "first_calls",
     "warmup": "timed_calls",
     "time": "timed_calls",
-    "time_one": "timed_calls",
-    "batch": "cross_check",
-    "ping": "cross_check",
+    "batch": "timed_calls",
 }
+# Exchanges with the runner before its submission is loaded, to measure what a batch costs
+# beyond its calls (see Overheads).
+CALIBRATION_PINGS = 20
+CALIBRATION_PASSES = 5
 _slab_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Overheads:
+    """What a batch costs beyond its calls, measured with trusted code only: exchanges with
+    the runner before its submission is loaded (the fastest of several, so never more than
+    an honest batch pays), and the device's copy bandwidth measured when the worker started.
+    A batch subtracts one round trip, on a GPU the passing of the device from the harness's
+    process to the runner's, and the copy of its inputs into the slab."""
+
+    round_trip_s: float = 0.0
+    gpu_pass_s: float = 0.0
+    copy_bytes_per_s: float = math.inf
+
+    def batch_s(self, input_bytes: int, copied_s: float = math.inf) -> float:
+        """The seconds subtracted from a batch whose sets' inputs take `input_bytes`: the
+        copy at the measured bandwidth, but never longer than it took (`copied_s`, on the
+        harness's clock), so peaks measured too low cannot take the calls' time away."""
+        copy_s = min(2 * input_bytes / self.copy_bytes_per_s, copied_s)
+        return self.round_trip_s + self.gpu_pass_s + copy_s
 
 
 @dataclass(frozen=True)
@@ -134,6 +157,7 @@ class RunnerSession:
         self._ready = False
         self._loaded = False
         self._slabs: dict[str, tuple[int, Slab]] = {}
+        self.overheads = Overheads()
 
     def matches(self, kind: str, isolate: bool, memory_bytes: int | None) -> bool:
         same = (kind, isolate, memory_bytes) == (self.kind, self.isolate, self.memory_bytes)
@@ -169,10 +193,35 @@ class RunnerSession:
             if not self._ready:
                 self._receive()  # the runner imported torch and made its context
                 self._ready = True
+        with clock.phase("setup"):
+            self.overheads = self._calibrate()
         with clock.phase("load"):
             self._send({"op": "load", "kernelbench_seed": kernelbench_seed})
             self._receive()
         self._loaded = True
+
+    def _calibrate(self) -> Overheads:
+        """A batch's fixed costs, measured while the runner holds no submission: its answers
+        are the grader's own code's, so nothing a submission does can make them larger."""
+        pings = []
+        for _ in range(CALIBRATION_PINGS):
+            started = time.perf_counter()
+            self._exchange_now({"op": "ping"})
+            pings.append(time.perf_counter() - started)
+        round_trip = min(pings)
+        if self.kind != "cuda":
+            return Overheads(round_trip)
+        import torch
+
+        scratch = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
+        passes = []
+        for _ in range(CALIBRATION_PASSES):
+            scratch.fill_(1)  # the harness's process uses the GPU last, as before a batch
+            torch.cuda.synchronize()
+            started = time.perf_counter()
+            self._exchange_now({"op": "pass"})
+            passes.append(time.perf_counter() - started)
+        return Overheads(round_trip, max(0.0, min(passes) - round_trip))
 
     # -- the channel ------------------------------------------------------------------------
 

@@ -72,13 +72,17 @@ def labels(cases: list[dict[str, Any]]) -> list[str]:
 
 
 def cases_table(cases: list[dict[str, Any]]) -> Table:
-    """One row per case; the timing columns (median, min, p10–p90, cv, samples, speed of
-    light) when some case was timed."""
+    """One row per case; the timing columns (the time a call on the grader's clock, min and
+    p10–p90 over its batches, cv, batches × calls, speed of light) when some case was timed,
+    and in benchmark mode the device time the submission's own events measured."""
     timed = any(case.get("time") for case in cases)
+    events = any(case.get("runner_time") for case in cases)
     table = Table("case", "params", "status")
     if timed:
-        for column in ("median", "min", "p10–p90", "cv", "samples", "speed of light"):
+        for column in ("time/call", "min", "p10–p90", "cv", "batches", "speed of light"):
             table.add_column(column)
+    if events:
+        table.add_column("own events (unranked)")
     for label, case in zip(labels(cases), cases, strict=True):
         timing = case.get("time") or {}
         spread = ""
@@ -92,18 +96,21 @@ def cases_table(cases: list[dict[str, Any]]) -> Table:
             Text(params(case)),
             Text(status, style="green" if status == "passed" else "red"),
         ]
-        if not timed:
-            table.add_row(*row)
-            continue
-        table.add_row(
-            *row,
-            duration(timing.get("median_s")),
-            duration(timing.get("min_s")),
-            spread,
-            f"{cv:.2%}" if cv is not None else "",
-            str(timing.get("samples", "")),
-            f"{sol:.2f}" if sol is not None else "",
-        )
+        if timed:
+            batches = str(timing.get("samples", ""))
+            if timing.get("calls_per_batch"):
+                batches += f" × {timing['calls_per_batch']}"
+            row += [
+                duration(timing.get("median_s")),
+                duration(timing.get("min_s")),
+                spread,
+                f"{cv:.2%}" if cv is not None else "",
+                batches,
+                f"{sol:.2f}" if sol is not None else "",
+            ]
+        if events:
+            row.append(duration((case.get("runner_time") or {}).get("median_s")))
+        table.add_row(*row)
     return table
 
 

@@ -85,7 +85,7 @@ class SubmissionOut(BaseModel):
         description="where the time went, in seconds: queue_wait (from submitting to a worker "
         "starting it), then the grading's own phases (runner_start, load: the import with any "
         "compilation, inputs, reference, first_calls, checks, timed_calls and "
-        "pauses_in_timed_calls, cross_check, setup, teardown)"
+        "pauses_in_timed_calls, setup, teardown)"
     )
     device_name: str | None
     device_peaks: dict[str, Any] | None = Field(
@@ -119,7 +119,19 @@ class CaseReport(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     status: Status
     message: str = ""
-    time: dict[str, Any] | None = None
+    time: dict[str, Any] | None = Field(
+        default=None,
+        description="the case's time per call on the grader's own clock, over batches of "
+        "calls on fresh inputs: median_s (the case's figure), mean_s, min_s, p10_s..p90_s, "
+        "cv and iqr_over_median over the batches, samples (batches), calls_per_batch, "
+        "calls, sm_clock_mhz",
+    )
+    runner_time: dict[str, Any] | None = Field(
+        default=None,
+        description="benchmark mode: the device time the submission's own process measured "
+        "with its events (median_s, min_s, cv, iqr_over_median, samples, sm_clock_mhz); "
+        "never ranks",
+    )
     roofline: dict[str, Any] | None = None
     # Profile mode: the case's profiled calls (grader.profiling).
     profile: dict[str, Any] | None = None

@@ -50,22 +50,22 @@ def test_skipping_work_after_the_checked_call_fails_in_benchmark_mode(
 def test_skipping_work_on_repeated_inputs_fails_in_leaderboard_mode(
     vectoradd: Problem, with_cases: Callable[..., Problem]
 ) -> None:
-    """A cache replaying the first result: every timed call gets fresh inputs and its own
-    output checked, so the replay is wrong."""
+    """A cache replaying the first result: every timed call gets fresh inputs (in
+    leaderboard mode every one of them checked), so the replay is wrong."""
     replay = ADD.replace(
         "def custom_kernel(data):",
         "seen = None\ndef custom_kernel(data):\n    global seen\n"
         "    if seen is not None:\n        data[2].copy_(seen)\n        return data[2]\n"
         "    seen = (data[0] + data[1]).clone()",
     )
-    # Benchmark mode times one public input set over and over, but its cross-check (the
-    # grader's own clock) runs on fresh sets and checks them, so the replay is caught there.
+    # Benchmark mode's runner times one public input set over and over, but the ranked time
+    # (the grader's own clock) runs on fresh sets and checks them, so the replay is caught.
     benchmark = grade(small(with_cases, vectoradd), replay, mode="benchmark")
     assert benchmark.status == "failed"
     assert "fresh inputs the grader timed on its own clock" in benchmark.message
     report = grade(small(with_cases, vectoradd), replay, mode="leaderboard", secret_seed=7)
     assert report.status == "failed"
-    assert "timed call" in report.message
+    assert "fresh inputs the grader timed on its own clock" in report.message
 
 
 def test_right_on_test_sizes_wrong_on_benchmark_sizes_fails(
@@ -119,29 +119,26 @@ grader.timing.Timer.one_call = _claim
     )
 
 
-def test_claimed_times_the_graders_clock_disproves_are_rejected(
+def test_times_the_runner_reports_change_no_score(
     vectoradd: Problem, with_cases: Callable[..., Problem]
 ) -> None:
-    fast_claims = _claiming("1e-6")
-    screened = grade(small(with_cases, vectoradd), fast_claims, mode="benchmark")
+    """A runner claiming a microsecond, or a third of its real time, for calls that take
+    2 ms: the score is the grader's own clock, so both rank as the 2 ms they take; the claim
+    shows only as the runner's own figure."""
+    problem = small(with_cases, vectoradd)
+    screened = grade(problem, _claiming("1e-6"), mode="benchmark")
     assert screened.status == "rejected" and "grader" in screened.message
     # Behind the screening (which code built from strings would slip past), the clock:
-    report = grade(small(with_cases, vectoradd), fast_claims, mode="benchmark", screen=False)
-    assert report.status == "rejected" and report.score is None
-    assert "the grader's own clock measured" in report.message
-    assert "cannot be real" in report.message
-
-
-def test_claimed_times_somewhat_below_the_graders_clock_are_flagged(
-    vectoradd: Problem, with_cases: Callable[..., Problem]
-) -> None:
-    report = grade(
-        small(with_cases, vectoradd), _claiming("seconds * 0.3"), mode="benchmark", screen=False
-    )
-    assert report.status == "passed"  # a third of the real time is not impossible alone...
-    assert any("grader's own clock" in flag for flag in report.flags)  # ...but not to us
-    honest = grade(small(with_cases, vectoradd), ADD, mode="benchmark")
-    assert not any("grader's own clock" in flag for flag in honest.flags)
+    for claim in ("1e-6", "seconds * 0.3"):
+        report = grade(problem, _claiming(claim), mode="benchmark", screen=False)
+        assert report.status == "passed", report.message
+        assert report.score is not None and report.score >= 0.002
+        for case in report.cases:
+            assert case.runner_time is not None and case.time is not None
+            assert case.runner_time["median_s"] < 0.0011 < 0.002 <= case.time["median_s"]
+    leaderboard = grade(problem, _claiming("1e-6"), mode="leaderboard", screen=False)
+    assert leaderboard.status == "passed" and leaderboard.score is not None
+    assert leaderboard.score >= 0.002
 
 
 def _reference_with_unused_buffer(tmp_path: Path) -> Problem:

@@ -19,8 +19,9 @@ PROBLEM = "vectorsum"
 # be a little slower than the honest score, never faster by more than timing noise.
 NOISE = 1.25
 
-# Each prints once per distinct input: warm-up and cross-check calls repeat one input
-# thousands of times, and the report keeps 64 KiB of stdout.
+# Each prints once per distinct input (warm-up calls repeat one input thousands of times),
+# and only its first inputs: the report keeps 64 KiB of stdout, and a grading's batches
+# hand over thousands of input sets.
 LEARNER = """
 import torch
 
@@ -29,7 +30,7 @@ SEEN = set()
 def custom_kernel(data):
     key = (data.numel(), tuple(round(v, 7) for v in data[:4].tolist()))
     answer = data.double().sum().float()
-    if key not in SEEN:
+    if key not in SEEN and len(SEEN) < 400:
         SEEN.add(key)
         print("KJ-TABLE", repr((key, float(answer))), flush=True)
     return answer
@@ -60,8 +61,9 @@ SEEN = set()
 
 def custom_kernel(data):
     digest = hashlib.sha256(data.numpy().tobytes()).hexdigest()
-    if digest not in SEEN:
-        SEEN.add(digest)
+    size = data.numel()
+    if (size, digest) not in SEEN and sum(1 for n, _ in SEEN if n == size) < 5:
+        SEEN.add((size, digest))
         print("KJ-INPUT", digest, flush=True)
     return torch.sum(data)
 """
@@ -95,9 +97,9 @@ def test_a_repeated_ranked_input_would_be_answered_from_a_table(
 ) -> None:
     """What the nonce prevents: with the same nonce twice (inputs repeating between
     gradings, as they did before), the second grading's ranked inputs are found in the
-    table (a miss is an input set past the last one the first grading reached)."""
+    table (a miss is an input set past the last one the table holds)."""
     _, hits, misses = learn_then_look_up(rig, cpu_peaks, nonce=1234)
-    assert hits > misses, (hits, misses)
+    assert hits >= 100, (hits, misses)
 
 
 def test_a_table_learned_from_one_grading_never_matches_the_next(

@@ -1,6 +1,7 @@
 # threat: 7, 9, 30
-# expect: failed
-# defence: a timed call's output is checked like the first one, whoever the caller is
+# expect: failed, passed
+# max_speedup: 1.5
+# defence: the timed calls are plain batch calls on fresh inputs, every one checked
 """Looks at its caller's frame (through a computed name) and skips the work when the caller
 is the timer rather than the correctness run."""
 

@@ -1,7 +1,7 @@
 # threat: 12
 # expect: passed, rejected
-# max_speedup: 5
-# defence: the harness's own clock cross-checks claims; a forged time must not set the score
+# max_speedup: 1.5
+# defence: the score is the harness's own clock over batches; what the runner reports never ranks
 """Slows its process's clock (time.perf_counter_ns, reached by computed names) a thousandfold,
 so every duration the runner measures comes out tiny; computes the right answer."""
 

@@ -1,7 +1,8 @@
 # threat: 12
 # device: cuda
-# expect: rejected
-# defence: a claimed time under the physical floor is rejected; the harness cross-checks its clock
+# expect: passed, rejected
+# max_speedup: 1.25
+# defence: the score is the harness's own clock over batches; what the runner reports never ranks
 """Patches torch.cuda.Event.elapsed_time (computed names) to claim a nanosecond per call."""
 
 import torch

@@ -1,8 +1,8 @@
 # threat: 13
 # problem: matmul
 # expect: passed, rejected
-# max_speedup: 3
-# defence: the harness's own clock around each call includes receiving; claims are cross-checked
+# max_speedup: 1.5
+# defence: the clock starts before the inputs land and stops at the batch's reply
 """Hooks the runner's message receiving (found through sys.modules['__main__'] by computed
 names) to compute the product while a request arrives, before the runner's timed region:
 the inputs of the set a request names are found through the runner's own objects (the

@@ -1,7 +1,7 @@
 # threat: 15, 32
 # expect: passed, rejected
-# max_speedup: 5
-# defence: times under the physical floor are rejected; claims are checked on the harness clock
+# max_speedup: 1.5
+# defence: each case's time is the harness's own; a claimed picosecond changes nothing
 """Claims a picosecond for the smallest benchmark case only (through the timing module found by
 a decoded name), collapsing the geometric mean; computes the right answer."""
 

@@ -1,7 +1,7 @@
 # threat: 15, 32
-# expect: rejected
-# message: impossible
-# defence: the harness rejects a median time of zero (and, on GPUs, anything under the floor)
+# expect: passed
+# max_speedup: 1.5
+# defence: each case's time is the harness's own; a claimed zero changes nothing
 """Claims zero seconds for one benchmark case, which would make the geometric mean zero."""
 
 import base64

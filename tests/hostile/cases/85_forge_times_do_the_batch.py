@@ -1,7 +1,8 @@
 # threat: 12, 32
 # problem: matmul
-# expect: rejected
-# defence: the grader's clock over fresh, checked batches; a median far under it is not real
+# expect: passed
+# max_speedup: 1.5
+# defence: the score is the harness's own clock over batches; what the runner reports never ranks
 """Does every call's work, the grader's own-clock batches included (they are checked), but
 reports a twentieth of each timed call's real time."""
 
@@ -22,4 +23,4 @@ if _timing is not None:
 
 def custom_kernel(data):
     A, B = data
-    return (A.float() @ B.float()).to(A.dtype)
+    return A @ B

@@ -1,4 +1,4 @@
-# threat: 13, 11
+# threat: 13, 11, 37
 # device: cuda
 # problem: matmul
 # expect: passed, rejected, failed
@@ -31,7 +31,7 @@ def _watch():
             with torch.cuda.stream(stream):
                 mark = _fingerprint(A, B)
                 if _ready.get(key, (None,))[0] != mark:
-                    product = (A.float() @ B.float()).to(A.dtype)
+                    product = A @ B
                     stream.synchronize()
                     _ready[key] = (mark, product)
         time.sleep(0.0001)
@@ -48,4 +48,4 @@ def custom_kernel(data):
     held = _ready.get(key)
     if held is not None and held[0] == _fingerprint(A, B):
         return held[1]
-    return (A.float() @ B.float()).to(A.dtype)
+    return A @ B

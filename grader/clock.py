@@ -1,0 +1,245 @@
+"""The time that ranks: the harness's own clock over batches of back-to-back calls on fresh
+input sets. Nothing the submission's process reports enters it: the harness starts its clock
+before the inputs land in the runner's slab, stops it when the runner hands the batch back,
+and subtracts only what it measured with trusted code (`Overheads`)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from grader.check import wrong_output
+from grader.expected import CaseSetup, ProblemSide
+from grader.plausibility import label
+from grader.report import Stop
+from grader.session import Overheads, RunnerSession
+from grader.shared import Slab
+from grader.staging import Layout, Sets
+
+# How long a batch should last: long enough that what it costs once (the round trip, the
+# GPU passing between processes) is a small part of it, short enough that a GPU's clock has
+# not yet fallen under sustained load.
+BATCH_S = 0.05
+# Batches that count towards the figure: at least MIN_BATCHES, and more (up to MAX_BATCHES)
+# while their per-call figures spread by more than STEADY of their median. Batches too short
+# to count (a first guess of the call's time that was too long) are sized again, up to
+# MAX_BATCHES_RUN batches in all.
+MIN_BATCHES = 3
+MAX_BATCHES = 8
+MAX_BATCHES_RUN = 12
+STEADY = 0.01
+MAX_CALLS = 2000
+L2_TIMES = 4
+# A call this long is measured alone, and twice is enough: beside a call of a second, a
+# round trip or a page fault is nothing, and GPU MODE's eigh_py spends 8 s a call.
+LONG_CALL_S = 1.0
+# The most memory a batch's sets take (twice over: the harness's own image of them and the
+# slab the runner reads), and on a GPU an eighth of what is free at most.
+BATCH_MAX_BYTES = {"cuda": 8 << 30, "cpu": 512 << 20}
+# Benchmark mode checks this many outputs of a batch, chosen after it ran (skipping a
+# fraction p of the calls goes unseen with probability (1 - p) ** CHECKED_PER_BATCH), and
+# always the last one; leaderboard mode checks every output.
+CHECKED_PER_BATCH = 16
+# The batches' input sets are numbered from here, apart from the case's first set.
+FIRST_REPEAT = 1_000_000
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Per-call seconds of each counted batch, on the harness's clock."""
+
+    per_call_s: list[float]
+    calls_per_batch: int
+    sm_clock_mhz: float | None
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.per_call_s)
+
+
+def batch_size(kind: str, per_call_s: float, set_bytes: int) -> int:
+    """Calls in a batch of calls of about `per_call_s`, within the batch's memory. On a GPU
+    a batch's sets also take L2_TIMES the L2 cache at least, so that each call finds its
+    inputs outside L2, as a call after a flush does: they were copied in set after set, and
+    the calls before a set's own streamed several L2s' worth through the cache since."""
+    calls = max(1, min(MAX_CALLS, int(BATCH_S / max(per_call_s, 1e-7))))
+    limit = BATCH_MAX_BYTES[kind]
+    if kind == "cuda":
+        limit = min(limit, torch.cuda.mem_get_info()[0] // 8)
+        l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 0)
+        calls = max(calls, min(MAX_CALLS, -(-L2_TIMES * l2 // set_bytes)))
+    return max(1, min(calls, limit // set_bytes))
+
+
+def _private_image(nbytes: int, device: str) -> Slab:
+    """Memory of the harness's alone, laid out like the slab (the runner never sees it)."""
+    return Slab(device, nbytes, -1, torch.empty(nbytes, dtype=torch.uint8, device=device))
+
+
+class Batches:
+    """One case's batches: fresh sets made in the harness's own memory, copied into the
+    runner's slab on the clock, every output poisoned before, outputs checked after."""
+
+    def __init__(
+        self,
+        problem: ProblemSide,
+        session: RunnerSession,
+        setup: CaseSetup,
+        layout: Layout,
+        overheads: Overheads,
+        tolerance: dict[str, float],
+        *,
+        check_all: bool,
+    ) -> None:
+        self.problem = problem
+        self.session = session
+        self.setup = setup
+        self.layout = layout
+        self.overheads = overheads
+        self.tolerance = tolerance
+        self.check_all = check_all
+        self.kind = problem.kind
+        self.made = 0
+        self._staged: tuple[int, Sets, Slab] | None = None
+
+    def measure(self, budget_ends: float) -> Measured:
+        """Batches until their figures agree, MAX_BATCHES count, or the budget is spent. The
+        first is a single call, whose time sizes the rest; the first batch on a newly laid
+        out slab is not counted (its pages are new to the runner, and its calls' temporaries
+        new to its heap)."""
+        pilot = self.run(1)
+        counted: list[float] = []
+        if pilot >= LONG_CALL_S:
+            counted.append(pilot)
+            count = 1
+        else:
+            count = batch_size(self.kind, pilot, self.layout.set_bytes)
+        clocks: list[float] = []
+        for _ in range(MAX_BATCHES_RUN):
+            if len(counted) >= MAX_BATCHES:
+                break
+            settling = self._staged is None or self._staged[1].count != count
+            started = time.monotonic()
+            per_call = self.run(count)
+            if settling:
+                continue
+            clock = _sm_clock_mhz(self.kind)
+            if clock is not None:
+                clocks.append(clock)
+            long_enough = time.monotonic() - started >= BATCH_S / 2
+            if long_enough or count >= MAX_CALLS or per_call >= LONG_CALL_S:
+                counted.append(per_call)
+            else:
+                more = batch_size(self.kind, per_call, self.layout.set_bytes)
+                if more <= count:  # memory, not the guess, keeps it short
+                    counted.append(per_call)
+                count = max(count, more)
+            if self._settled(counted) or (time.monotonic() > budget_ends and counted):
+                break
+        if not counted:
+            counted.append(pilot)
+        return Measured(counted, count, statistics.median(clocks) if clocks else None)
+
+    @staticmethod
+    def _settled(counted: list[float]) -> bool:
+        if counted and counted[0] >= LONG_CALL_S:
+            return len(counted) >= 2
+        if len(counted) < MIN_BATCHES:
+            return False
+        middle = statistics.median(counted)
+        return middle > 0 and (max(counted) - min(counted)) / middle <= STEADY
+
+    def _stage(self, count: int) -> tuple[int, Sets, Slab]:
+        if self._staged is not None and self._staged[1].count == count:
+            return self._staged
+        slab_id, sets = self.session.stage("batch", self.layout, count)
+        image = _private_image(count * self.layout.set_bytes, self.kind)
+        self._staged = (slab_id, sets, image)
+        return self._staged
+
+    def run(self, count: int) -> float:
+        """One batch of `count` calls; its per-call seconds, net of the trusted overheads.
+        Raises Stop when a checked output is wrong."""
+        slab_id, sets, image = self._stage(count)
+        pristine = Sets(image, self.layout, count)
+        for index in range(count):
+            data = self.problem.generate(
+                self.setup.case, FIRST_REPEAT + self.made + index, seed=self.problem.fresh_seed
+            )
+            pristine.write(index, data, self.setup.written)
+        self.made += count
+        outputs, span, copy_s = _timed_batch(self.session, sets, image, slab_id, self.kind)
+        if not isinstance(outputs, list) or len(outputs) != count:
+            raise Stop("error", "the runner answered a batch with the wrong outputs")
+        self._check(sets, pristine, outputs)
+        fixed = self.overheads.batch_s(self.layout.read_part(count)[1], copied_s=copy_s)
+        return max(0.0, span - fixed) / count
+
+    def _check(self, sets: Sets, pristine: Sets, outputs: list[Any]) -> None:
+        count = sets.count
+        if self.check_all:
+            checked = list(range(count))
+        else:
+            others = range(count - 1)
+            picked = random.SystemRandom().sample(others, min(CHECKED_PER_BATCH, count - 1))
+            checked = [count - 1, *picked]
+        for index in checked:
+            data = pristine.data(index)
+            failure = wrong_output(
+                self.problem.module.check_implementation,
+                data,
+                sets.output(index, outputs[index]),
+                functools.partial(_expected, self.problem, self.setup.case, data),
+                device=self.kind,
+                tolerance=self.tolerance,
+            )
+            if failure:
+                raise Stop(
+                    "failed",
+                    f"case {label(self.setup.case)}: {failure} (a call on fresh inputs the "
+                    "grader timed on its own clock)",
+                )
+
+
+def _timed_batch(
+    session: RunnerSession, sets: Sets, image: Slab, slab_id: int, kind: str
+) -> tuple[Any, float, float]:
+    """The prepared sets into the runner's slab, and the batch run, on one clock: the
+    buffers the calls write and the result slots (poisoned) go in before it starts, the
+    inputs the calls read inside it, so no call can be worked on before its clock runs.
+    Returns the outputs' descriptions, the span, and how long the copy took within it."""
+    start, length = sets.layout.read_part(sets.count)
+    end = sets.count * sets.layout.set_bytes
+    sets.slab.raw[start + length : end].copy_(image.raw[start + length : end])
+    if kind == "cuda":
+        torch.cuda.synchronize()  # the sets' making and their poisoned outputs are done
+    started = time.perf_counter()
+    sets.slab.raw[start : start + length].copy_(image.raw[start : start + length])
+    if kind == "cuda":
+        torch.cuda.synchronize()
+    copied = time.perf_counter() - started
+    reply = session.request({"op": "batch", "slab": slab_id}).reply
+    span = time.perf_counter() - started
+    return reply.get("outputs"), span, copied
+
+
+def _sm_clock_mhz(kind: str) -> float | None:
+    """The SM clock right after a batch, read by the harness itself (NVML, where present)."""
+    if kind != "cuda":
+        return None
+    try:
+        value = float(torch.cuda.clock_rate())
+    except Exception:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def _expected(problem: ProblemSide, case: dict[str, Any], data: Any) -> Any:
+    return problem.expected_and_written(case, data)[0]
