@@ -105,20 +105,37 @@ def case_figures(report: dict[str, Any]) -> list[float | None]:
     return [(case.get("time") or {}).get("median_s") for case in report.get("cases", [])]
 
 
+def clocks(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per case: the ranked figure, the runner's events, the harness's per-call time over
+    its fastest batch and the floor it allows, and which set the figure."""
+    rows = []
+    for case in report.get("cases", []):
+        time_ = case.get("time") or {}
+        rows.append({
+            "ranked_us": _us(time_.get("median_s")),
+            "events_us": _us((case.get("runner_time") or {}).get("median_s")),
+            "harness_us": _us(time_.get("harness_per_call_s")),
+            "floor_us": _us(time_.get("harness_floor_s")),
+            "ranked_by": time_.get("ranked_by"),
+            "calls_per_batch": time_.get("calls_per_batch"),
+        })  # fmt: skip
+    return rows
+
+
 def cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0
 
 
-def spread(problems: list[str], runs: int, mode: str = "leaderboard") -> None:
+def spread(problems: list[str], runs: int, mode: str, solutions: list[str]) -> None:
     from grader.problem import load_problem
 
     for name in problems:
         problem = load_problem(name)
-        for solution_name in ("pytorch", "triton") if device_kind() == "cuda" else ("pytorch",):
+        for solution_name in solutions:
             path = REPO / "problems" / name / "solutions" / f"{solution_name}.py"
             if not path.exists():
                 continue
-            scores, walls, per_case = [], [], []
+            scores, walls, per_case, detail = [], [], [], []
             for _ in range(runs):
                 report = grade(problem, path.read_text(), mode)
                 if report["status"] != "passed":
@@ -129,6 +146,7 @@ def spread(problems: list[str], runs: int, mode: str = "leaderboard") -> None:
                 scores.append(report["score"])
                 walls.append(report["wall_s"])
                 per_case.append(case_figures(report))
+                detail.append(clocks(report))
             if scores:
                 emit({
                     "what": "spread", "problem": name, "solution": solution_name, "mode": mode,
@@ -136,6 +154,9 @@ def spread(problems: list[str], runs: int, mode: str = "leaderboard") -> None:
                     "score_cv": cv(scores), "grading_s_median": statistics.median(walls),
                     "case_cv": [cv([row[i] for row in per_case if row[i]])
                                 for i in range(len(per_case[0]))],
+                    "last_grading_cases": detail[-1],
+                    "ranked_by_grader": sum(c["ranked_by"] == "grader"
+                                            for row in detail for c in row),
                 })  # fmt: skip
 
 
@@ -155,6 +176,7 @@ def modes(problems: list[str]) -> None:
             "runner_events_us": [_us((c.get("runner_time") or {}).get("median_s"))
                                  for c in bench.get("cases", [])],
             "scores_us": [_us(bench["score"]), _us(ranked["score"])],
+            "benchmark_cases": clocks(bench), "leaderboard_cases": clocks(ranked),
         })  # fmt: skip
 
 
@@ -308,6 +330,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--problems", nargs="+", default=PROBLEMS)
     parser.add_argument("--mode", default="leaderboard")
+    parser.add_argument("--solutions", nargs="+", default=["pytorch"])
     parser.add_argument("--tree", type=Path, help="grade with this checkout's grader")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
@@ -320,7 +343,7 @@ def main() -> None:
     emit({"what": "machine", "device": kind, "tree": str(args.tree or REPO),
           "gpu": _gpu_name(kind), "started": time.strftime("%Y-%m-%d %H:%M:%S")})  # fmt: skip
     if args.what in ("spread", "all"):
-        spread(args.problems, args.runs, args.mode)
+        spread(args.problems, args.runs, args.mode, args.solutions)
     if args.what in ("modes", "all"):
         modes(args.problems)
     if args.what in ("hostile", "all"):

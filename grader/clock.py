@@ -1,7 +1,8 @@
-"""The time that ranks: the harness's own clock over batches of back-to-back calls on fresh
-input sets. Nothing the submission's process reports enters it: the harness starts its clock
-before the inputs land in the runner's slab, stops it when the runner hands the batch back,
-and subtracts only what it measured with trusted code (`Overheads`)."""
+"""The harness's own clock over batches of back-to-back calls on fresh input sets, and the
+least time a call may rank at that it proves. Nothing the submission's process reports
+enters it: the harness starts its clock before the inputs land in the runner's slab, stops
+it when the runner hands the batch back, and subtracts only what it measured with trusted
+code (`Overheads`)."""
 
 from __future__ import annotations
 
@@ -23,18 +24,23 @@ from grader.session import Overheads, RunnerSession
 from grader.shared import Slab
 from grader.staging import Layout, Sets
 
-# How long a batch should last: long enough that what it costs once (the round trip, the
-# GPU passing between processes) is a small part of it, short enough that a GPU's clock has
-# not yet fallen under sustained load.
-BATCH_S = 0.05
-# Batches that count towards the figure: at least MIN_BATCHES, and more (up to MAX_BATCHES)
-# while their per-call figures spread by more than STEADY of their median. Batches too short
-# to count (a first guess of the call's time that was too long) are sized again, up to
-# MAX_BATCHES_RUN batches in all.
+# How long a batch's calls should last: long enough that what it costs once (the round trip,
+# on a GPU the device passing between processes, up to a millisecond) is a small part of it,
+# short enough that a GPU's clock has not yet fallen under sustained load. On the CPU a
+# batch costs a round trip once, and making its sets costs more than running them.
+BATCH_S = {"cuda": 0.05, "cpu": 0.01}
+# Batches that count: MIN_BATCHES, the fastest of them giving the figure (a runner can only
+# make a batch slower: its span holds all its calls' work). Batches too short to count (a
+# first guess of the call's time that was too long) are sized again, up to MAX_BATCHES_RUN
+# batches in all.
 MIN_BATCHES = 3
-MAX_BATCHES = 8
-MAX_BATCHES_RUN = 12
-STEADY = 0.01
+MAX_BATCHES = MIN_BATCHES
+MAX_BATCHES_RUN = 8
+# The least time a call ranks at: the fastest batch's per-call time, less FLOOR_TOLERANCE of
+# it (an honest call timed alone, with a flushed cache and its launch hidden, is that much
+# faster than in a batch at most) and less the gap between back-to-back launches on a GPU.
+FLOOR_TOLERANCE = 0.05
+LAUNCH_GAP_S = {"cuda": 2e-6, "cpu": 0.0}
 MAX_CALLS = 2000
 L2_TIMES = 4
 # A call this long is measured alone, and twice is enough: beside a call of a second, a
@@ -43,9 +49,8 @@ LONG_CALL_S = 1.0
 # The most memory a batch's sets take (twice over: the harness's own image of them and the
 # slab the runner reads), and on a GPU an eighth of what is free at most.
 BATCH_MAX_BYTES = {"cuda": 8 << 30, "cpu": 512 << 20}
-# Benchmark mode checks this many outputs of a batch, chosen after it ran (skipping a
-# fraction p of the calls goes unseen with probability (1 - p) ** CHECKED_PER_BATCH), and
-# always the last one; leaderboard mode checks every output.
+# Outputs checked per batch besides the last one, chosen after it ran: skipping a fraction p
+# of the calls goes unseen with probability (1 - p) ** CHECKED_PER_BATCH.
 CHECKED_PER_BATCH = 16
 # The batches' input sets are numbered from here, apart from the case's first set.
 FIRST_REPEAT = 1_000_000
@@ -59,9 +64,10 @@ class Measured:
     calls_per_batch: int
     sm_clock_mhz: float | None
 
-    @property
-    def median_s(self) -> float:
-        return statistics.median(self.per_call_s)
+
+def ranked_floor(kind: str, per_call_s: list[float]) -> float:
+    """The least time a call may rank at, from the batches' per-call times."""
+    return max(0.0, min(per_call_s) * (1 - FLOOR_TOLERANCE) - LAUNCH_GAP_S[kind])
 
 
 def batch_size(kind: str, per_call_s: float, set_bytes: int) -> int:
@@ -69,7 +75,7 @@ def batch_size(kind: str, per_call_s: float, set_bytes: int) -> int:
     a batch's sets also take L2_TIMES the L2 cache at least, so that each call finds its
     inputs outside L2, as a call after a flush does: they were copied in set after set, and
     the calls before a set's own streamed several L2s' worth through the cache since."""
-    calls = max(1, min(MAX_CALLS, int(BATCH_S / max(per_call_s, 1e-7))))
+    calls = max(1, min(MAX_CALLS, int(BATCH_S[kind] / max(per_call_s, 1e-7))))
     limit = BATCH_MAX_BYTES[kind]
     if kind == "cuda":
         limit = min(limit, torch.cuda.mem_get_info()[0] // 8)
@@ -95,8 +101,6 @@ class Batches:
         layout: Layout,
         overheads: Overheads,
         tolerance: dict[str, float],
-        *,
-        check_all: bool,
     ) -> None:
         self.problem = problem
         self.session = session
@@ -104,7 +108,6 @@ class Batches:
         self.layout = layout
         self.overheads = overheads
         self.tolerance = tolerance
-        self.check_all = check_all
         self.kind = problem.kind
         self.made = 0
         self._staged: tuple[int, Sets, Slab] | None = None
@@ -126,14 +129,13 @@ class Batches:
             if len(counted) >= MAX_BATCHES:
                 break
             settling = self._staged is None or self._staged[1].count != count
-            started = time.monotonic()
             per_call = self.run(count)
             if settling:
                 continue
             clock = _sm_clock_mhz(self.kind)
             if clock is not None:
                 clocks.append(clock)
-            long_enough = time.monotonic() - started >= BATCH_S / 2
+            long_enough = per_call * count >= BATCH_S[self.kind] / 2
             if long_enough or count >= MAX_CALLS or per_call >= LONG_CALL_S:
                 counted.append(per_call)
             else:
@@ -151,10 +153,7 @@ class Batches:
     def _settled(counted: list[float]) -> bool:
         if counted and counted[0] >= LONG_CALL_S:
             return len(counted) >= 2
-        if len(counted) < MIN_BATCHES:
-            return False
-        middle = statistics.median(counted)
-        return middle > 0 and (max(counted) - min(counted)) / middle <= STEADY
+        return len(counted) >= MIN_BATCHES
 
     def _stage(self, count: int) -> tuple[int, Sets, Slab]:
         if self._staged is not None and self._staged[1].count == count:
@@ -184,12 +183,9 @@ class Batches:
 
     def _check(self, sets: Sets, pristine: Sets, outputs: list[Any]) -> None:
         count = sets.count
-        if self.check_all:
-            checked = list(range(count))
-        else:
-            others = range(count - 1)
-            picked = random.SystemRandom().sample(others, min(CHECKED_PER_BATCH, count - 1))
-            checked = [count - 1, *picked]
+        others = range(count - 1)
+        picked = random.SystemRandom().sample(others, min(CHECKED_PER_BATCH, count - 1))
+        checked = [count - 1, *picked]
         for index in checked:
             data = pristine.data(index)
             failure = wrong_output(
