@@ -29,18 +29,13 @@ from grader.staging import Layout, Sets
 # short enough that a GPU's clock has not yet fallen under sustained load. On the CPU a
 # batch costs a round trip once, and making its sets costs more than running them.
 BATCH_S = {"cuda": 0.05, "cpu": 0.01}
-# Batches that count: MIN_BATCHES, the fastest of them giving the figure (a runner can only
-# make a batch slower: its span holds all its calls' work). Batches too short to count (a
-# first guess of the call's time that was too long) are sized again, up to MAX_BATCHES_RUN
-# batches in all.
-MIN_BATCHES = 3
+# Batches that count: MIN_BATCHES, the median of their per-call times giving the figure
+# (a runner can only make a batch slower: its span holds all its calls' work). Batches too
+# short to count (a first guess of the call's time that was too long) are sized again, up to
+# MAX_BATCHES_RUN batches in all.
+MIN_BATCHES = 5
 MAX_BATCHES = MIN_BATCHES
-MAX_BATCHES_RUN = 8
-# The least time a call ranks at: the fastest batch's per-call time, less FLOOR_TOLERANCE of
-# it (an honest call timed alone, with a flushed cache and its launch hidden, is that much
-# faster than in a batch at most) and less the gap between back-to-back launches on a GPU.
-FLOOR_TOLERANCE = 0.05
-LAUNCH_GAP_S = {"cuda": 2e-6, "cpu": 0.0}
+MAX_BATCHES_RUN = 10
 MAX_CALLS = 2000
 L2_TIMES = 4
 # A call this long is measured alone, and twice is enough: beside a call of a second, a
@@ -63,11 +58,6 @@ class Measured:
     per_call_s: list[float]
     calls_per_batch: int
     sm_clock_mhz: float | None
-
-
-def ranked_floor(kind: str, per_call_s: list[float]) -> float:
-    """The least time a call may rank at, from the batches' per-call times."""
-    return max(0.0, min(per_call_s) * (1 - FLOOR_TOLERANCE) - LAUNCH_GAP_S[kind])
 
 
 def batch_size(kind: str, per_call_s: float, set_bytes: int) -> int:

@@ -36,10 +36,10 @@ from grader.timing import geometric_mean, summarize
 
 __all__ = ["CUDA_ONLY", "DEVICES", "MODES", "Standby", "grade"]
 
-# What a case keeps of the runner's own event times as they came (`runner_time`).
+# What a case keeps of the runner's own event times (benchmark mode; never ranked).
 RUNNER_FIGURES = ("median_s", "min_s", "cv", "iqr_over_median", "samples", "sm_clock_mhz")
-# The runner's timed calls take at most this share of a case's timing budget and this many
-# samples; the harness's batches get the rest.
+# The runner's own timed calls (benchmark mode) take at most this share of a case's timing
+# budget and this many samples; the harness's batches get the rest.
 RUNNER_SHARE = 0.5
 RUNNER_MAX_SAMPLES = 100
 
@@ -401,8 +401,11 @@ class _Grading:
         if failure:
             result.status, result.message = "failed", _cap(failure)
             return
-        if self.mode in (Mode.BENCHMARK, Mode.LEADERBOARD):
+        if self.mode == Mode.BENCHMARK:
             self._time_on_runner(session, setup, slab_id, sets, result)
+        elif self.mode == Mode.LEADERBOARD:
+            self._write(sets, setup.data, setup.written)
+            session.request({"op": "warmup", "slab": slab_id, "set": 0})
         elif self.mode == Mode.PROFILE:
             with self.clock.phase("profile"):
                 self._write(sets, setup.data, setup.written)
@@ -453,13 +456,11 @@ class _Grading:
         sets: Sets,
         result: CaseResult,
     ) -> None:
-        """The device time the runner's own events measure on one input set, over and over
-        (the L2 flushed before each call, the outputs poisoned): the case's public inputs in
-        benchmark mode, a fresh secret-seeded set in leaderboard mode. The submission's
-        process writes these numbers, so they rank only as far as the harness's clock
-        allows (`_time_on_harness_clock`)."""
-        data = setup.data if self.mode == Mode.BENCHMARK else self.side.generate(setup.case, 1)
-        self._write(sets, data, setup.written)
+        """Benchmark mode's device time as the runner's own events measure it (the L2
+        flushed before each call, the public inputs over and over, the outputs poisoned
+        before each call): for its author to tune by, next to the ranked time, never ranked,
+        since the submission's process could write any number there."""
+        self._write(sets, setup.data, setup.written)
         request = {
             "op": "time",
             "slab": slab_id,
@@ -477,48 +478,34 @@ class _Grading:
             phases = self.report.phases
             phases["pauses_in_timed_calls"] = phases.get("pauses_in_timed_calls", 0.0) + paused
         plausibility.check_claims(_label(setup.case), samples, exchange.wall_s)
-        expected = setup.expected if data is setup.data else None
-        failure = self._wrong(setup.case, data, sets.output(0, reply.get("output")), expected)
+        output = sets.output(0, reply.get("output"))
+        failure = self._wrong(setup.case, setup.data, output, setup.expected)
         if failure:
             raise Stop("failed", failure + " (output of the last timed call)")
-        clock_mhz = replies.number(reply.get("sm_clock_mhz"), high=1e5)
-        result.runner_time = {"seconds": samples, "sm_clock_mhz": clock_mhz}
+        events = summarize(samples, replies.number(reply.get("sm_clock_mhz"), high=1e5))
+        result.runner_time = {key: events[key] for key in RUNNER_FIGURES}
 
     def _time_on_harness_clock(
         self, session: RunnerSession, setup: CaseSetup, layout: Layout, result: CaseResult
     ) -> None:
-        """The case's ranked time: the runner's samples, none below what the harness's own
-        clock over batches of back-to-back calls on fresh inputs allows (grader/clock.py)."""
-        assert result.runner_time is not None
+        """The case's ranked time: batches of back-to-back calls on fresh inputs, timed by
+        this process (grader/clock.py)."""
         overheads = session.overheads
         if self.peaks is not None:
             overheads = dataclasses.replace(overheads, copy_bytes_per_s=self.peaks.copy_bytes_per_s)
         batches = clock.Batches(
-            self.side,
-            session,
-            setup,
-            layout,
-            overheads,
-            self.problem.tolerance,
+            self.side, session, setup, layout, overheads, self.problem.tolerance
         )
         measured = batches.measure(time.monotonic() + self._budget())
-        floor_s = clock.ranked_floor(self.kind, measured.per_call_s)
-        samples: list[float] = result.runner_time.pop("seconds")
-        events = summarize(samples, result.runner_time["sm_clock_mhz"])
-        result.runner_time = {key: events[key] for key in RUNNER_FIGURES}
-        ranked = [max(sample, floor_s) for sample in samples]
-        result.time = summarize(ranked, measured.sm_clock_mhz or events["sm_clock_mhz"])
-        result.time.update(
-            harness_per_call_s=min(measured.per_call_s),
-            harness_floor_s=floor_s,
-            calls_per_batch=measured.calls_per_batch,
-            batches=len(measured.per_call_s),
-        )
-        # Which clock set the figure: the runner's events, or the grader's clock where the
-        # events' median is below what it allows.
-        result.time["ranked_by"] = "runner" if events["median_s"] >= floor_s else "grader"
+        result.time = summarize(measured.per_call_s, measured.sm_clock_mhz)
+        result.time["calls_per_batch"] = measured.calls_per_batch
+        result.time["calls"] = measured.calls_per_batch * len(measured.per_call_s)
         if result.time["median_s"] <= 0:
-            raise Stop("error", f"case {_label(setup.case)}: no time could be measured")
+            raise Stop(
+                "error",
+                f"case {_label(setup.case)}: the grader's clock could not tell its calls "
+                "from the fixed cost of a batch",
+            )
         self._apply_roofline(setup.case, result)
 
     def _apply_roofline(self, case: dict[str, Any], result: CaseResult) -> None:

@@ -50,8 +50,8 @@ def test_skipping_work_after_the_checked_call_fails_in_benchmark_mode(
 def test_skipping_work_on_repeated_inputs_fails_in_leaderboard_mode(
     vectoradd: Problem, with_cases: Callable[..., Problem]
 ) -> None:
-    """A cache replaying the first result: every timed call gets fresh inputs (in
-    leaderboard mode every one of them checked), so the replay is wrong."""
+    """A cache replaying the first result: every timed call gets fresh inputs, and the
+    last call of each batch is always checked, so the replay is wrong."""
     replay = ADD.replace(
         "def custom_kernel(data):",
         "seen = None\ndef custom_kernel(data):\n    global seen\n"
@@ -65,9 +65,7 @@ def test_skipping_work_on_repeated_inputs_fails_in_leaderboard_mode(
     assert "fresh inputs the grader timed on its own clock" in benchmark.message
     report = grade(small(with_cases, vectoradd), replay, mode="leaderboard", secret_seed=7)
     assert report.status == "failed"
-    # Its runner times a fresh secret-seeded set, not the first call's, so the replay is
-    # already wrong there.
-    assert "mismatch" in report.message and "last timed call" in report.message
+    assert "fresh inputs the grader timed on its own clock" in report.message
 
 
 def test_right_on_test_sizes_wrong_on_benchmark_sizes_fails(
@@ -121,26 +119,26 @@ grader.timing.Timer.one_call = _claim
     )
 
 
-def test_times_the_runner_reports_rank_no_lower_than_the_graders_clock_allows(
+def test_times_the_runner_reports_change_no_score(
     vectoradd: Problem, with_cases: Callable[..., Problem]
 ) -> None:
     """A runner claiming a microsecond, or a third of its real time, for calls that take
-    2 ms: the grader's own clock over batches allows no less than about the 2 ms they take,
-    so both rank there; the claim shows only as the runner's own figure."""
+    2 ms: the score is the grader's own clock, so both rank as the 2 ms they take; the claim
+    shows only as the runner's own figure."""
     problem = small(with_cases, vectoradd)
     screened = grade(problem, _claiming("1e-6"), mode="benchmark")
     assert screened.status == "rejected" and "grader" in screened.message
     # Behind the screening (which code built from strings would slip past), the clock:
-    for mode, claim in (("benchmark", "1e-6"), ("benchmark", "seconds * 0.3"),
-                        ("leaderboard", "1e-6")):  # fmt: skip
-        report = grade(problem, _claiming(claim), mode=mode, screen=False)
+    for claim in ("1e-6", "seconds * 0.3"):
+        report = grade(problem, _claiming(claim), mode="benchmark", screen=False)
         assert report.status == "passed", report.message
-        assert report.score is not None and report.score >= 0.0018
+        assert report.score is not None and report.score >= 0.002
         for case in report.cases:
             assert case.runner_time is not None and case.time is not None
-            assert case.runner_time["median_s"] < 0.0011 < 0.0018 <= case.time["median_s"]
-            assert case.time["ranked_by"] == "grader"
-            assert case.time["median_s"] >= case.time["harness_floor_s"]
+            assert case.runner_time["median_s"] < 0.0011 < 0.002 <= case.time["median_s"]
+    leaderboard = grade(problem, _claiming("1e-6"), mode="leaderboard", screen=False)
+    assert leaderboard.status == "passed" and leaderboard.score is not None
+    assert leaderboard.score >= 0.002
 
 
 def _reference_with_unused_buffer(tmp_path: Path) -> Problem:

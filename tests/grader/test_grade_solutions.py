@@ -81,9 +81,7 @@ def test_benchmark_mode_scores_with_time_statistics(
         assert case.roofline["sol_fraction"] == pytest.approx(
             case.roofline["floor_s"] / case.time["median_s"]
         )
-        assert case.time["batches"] >= 1 and case.time["calls_per_batch"] >= 1
-        assert case.time["median_s"] >= case.time["harness_floor_s"] > 0
-        assert case.time["ranked_by"] in ("runner", "grader")
+        assert case.time["calls"] >= case.time["samples"] * case.time["calls_per_batch"]
         # The runner's own event times, shown beside the ranked time, never in its place.
         assert case.runner_time is not None and case.runner_time["median_s"] > 0
     assert len(progress) == 2
