@@ -59,13 +59,14 @@ class CaseResult:
     params: dict[str, Any]
     status: str
     message: str = ""
-    # The ranked time per call on the harness's clock, over its batches: median_s (the
-    # case's figure), mean_s, min_s, p10_s .. p90_s, cv, iqr_over_median, samples (batches),
-    # calls_per_batch, calls, sm_clock_mhz; None when untimed.
+    # The case's timed calls: median_s (its figure), mean_s, min_s, p10_s .. p90_s, cv,
+    # iqr_over_median, samples, sm_clock_mhz; and the harness's own clock beside them:
+    # harness_per_call_s, harness_floor_s (no sample ranks below it), calls_per_batch,
+    # batches, ranked_by ("runner", or "grader" where the floor raised the runner's
+    # samples). None when untimed.
     time: dict[str, Any] | None = None
-    # Benchmark mode: the device time the runner's own events measured (median_s, min_s,
-    # cv, iqr_over_median, samples, sm_clock_mhz). The submission's process wrote it, so it
-    # never ranks; it is there for its author, next to the ranked figure.
+    # Where the floor raised them: the runner's own figures as it reported them (median_s,
+    # min_s, cv, iqr_over_median, samples, sm_clock_mhz), for reading only.
     runner_time: dict[str, Any] | None = None
     roofline: dict[str, float] | None = None
     # Profile mode: what took the time in the case's profiled calls (grader/profiling.py).

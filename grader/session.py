@@ -45,7 +45,8 @@ REQUEST_PHASES = {
     "run": "first_calls",
     "warmup": "timed_calls",
     "time": "timed_calls",
-    "batch": "timed_calls",
+    "time_one": "timed_calls",
+    "batch": "harness_clock",
 }
 # Exchanges with the runner before its submission is loaded, to measure what a batch costs
 # beyond its calls (see Overheads).

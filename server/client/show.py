@@ -72,17 +72,17 @@ def labels(cases: list[dict[str, Any]]) -> list[str]:
 
 
 def cases_table(cases: list[dict[str, Any]]) -> Table:
-    """One row per case; the timing columns (the time a call on the grader's clock, min and
-    p10–p90 over its batches, cv, batches × calls, speed of light) when some case was timed,
-    and in benchmark mode the device time the submission's own events measured."""
+    """One row per case; the timing columns (median, min, p10–p90, cv, samples, speed of
+    light) when some case was timed, and where the grader's clock raised a case's samples,
+    the median the submission's own process reported."""
     timed = any(case.get("time") for case in cases)
-    events = any(case.get("runner_time") for case in cases)
+    raised = any(case.get("runner_time") for case in cases)
     table = Table("case", "params", "status")
     if timed:
-        for column in ("time/call", "min", "p10–p90", "cv", "batches", "speed of light"):
+        for column in ("median", "min", "p10–p90", "cv", "samples", "speed of light"):
             table.add_column(column)
-    if events:
-        table.add_column("own events (unranked)")
+    if raised:
+        table.add_column("reported")
     for label, case in zip(labels(cases), cases, strict=True):
         timing = case.get("time") or {}
         spread = ""
@@ -97,18 +97,15 @@ def cases_table(cases: list[dict[str, Any]]) -> Table:
             Text(status, style="green" if status == "passed" else "red"),
         ]
         if timed:
-            batches = str(timing.get("samples", ""))
-            if timing.get("calls_per_batch"):
-                batches += f" × {timing['calls_per_batch']}"
             row += [
                 duration(timing.get("median_s")),
                 duration(timing.get("min_s")),
                 spread,
                 f"{cv:.2%}" if cv is not None else "",
-                batches,
+                str(timing.get("samples", "")),
                 f"{sol:.2f}" if sol is not None else "",
             ]
-        if events:
+        if raised:
             row.append(duration((case.get("runner_time") or {}).get("median_s")))
         table.add_row(*row)
     return table

@@ -85,7 +85,7 @@ class SubmissionOut(BaseModel):
         description="where the time went, in seconds: queue_wait (from submitting to a worker "
         "starting it), then the grading's own phases (runner_start, load: the import with any "
         "compilation, inputs, reference, first_calls, checks, timed_calls and "
-        "pauses_in_timed_calls, setup, teardown)"
+        "pauses_in_timed_calls, harness_clock, setup, teardown)"
     )
     device_name: str | None
     device_peaks: dict[str, Any] | None = Field(
@@ -121,16 +121,17 @@ class CaseReport(BaseModel):
     message: str = ""
     time: dict[str, Any] | None = Field(
         default=None,
-        description="the case's time per call on the grader's own clock, over batches of "
-        "calls on fresh inputs: median_s (the case's figure), mean_s, min_s, p10_s..p90_s, "
-        "cv and iqr_over_median over the batches, samples (batches), calls_per_batch, "
-        "calls, sm_clock_mhz",
+        description="the case's timed calls: median_s (the case's figure), mean_s, min_s, "
+        "p10_s..p90_s, cv, iqr_over_median, samples, sm_clock_mhz; and the grader's own "
+        "clock over batches of calls on fresh inputs: harness_per_call_s, harness_floor_s "
+        "(no sample ranks below it), calls_per_batch, batches, ranked_by ('runner', or "
+        "'grader' where the floor raised the samples)",
     )
     runner_time: dict[str, Any] | None = Field(
         default=None,
-        description="benchmark mode: the device time the submission's own process measured "
-        "with its events (median_s, min_s, cv, iqr_over_median, samples, sm_clock_mhz); "
-        "never ranks",
+        description="where the grader's clock raised the case's samples: the figures the "
+        "submission's own process reported (median_s, min_s, cv, iqr_over_median, samples, "
+        "sm_clock_mhz)",
     )
     roofline: dict[str, Any] | None = None
     # Profile mode: the case's profiled calls (grader.profiling).

@@ -50,8 +50,8 @@ def test_skipping_work_after_the_checked_call_fails_in_benchmark_mode(
 def test_skipping_work_on_repeated_inputs_fails_in_leaderboard_mode(
     vectoradd: Problem, with_cases: Callable[..., Problem]
 ) -> None:
-    """A cache replaying the first result: every timed call gets fresh inputs, and the
-    last call of each batch is always checked, so the replay is wrong."""
+    """A cache replaying the first result: every timed call gets fresh inputs and its own
+    output checked, so the replay is wrong."""
     replay = ADD.replace(
         "def custom_kernel(data):",
         "seen = None\ndef custom_kernel(data):\n    global seen\n"
@@ -65,7 +65,7 @@ def test_skipping_work_on_repeated_inputs_fails_in_leaderboard_mode(
     assert "fresh inputs the grader timed on its own clock" in benchmark.message
     report = grade(small(with_cases, vectoradd), replay, mode="leaderboard", secret_seed=7)
     assert report.status == "failed"
-    assert "fresh inputs the grader timed on its own clock" in report.message
+    assert "timed call" in report.message
 
 
 def test_right_on_test_sizes_wrong_on_benchmark_sizes_fails(
@@ -119,26 +119,39 @@ grader.timing.Timer.one_call = _claim
     )
 
 
-def test_times_the_runner_reports_change_no_score(
+def test_times_below_what_the_graders_clock_allows_rank_at_its_bound(
     vectoradd: Problem, with_cases: Callable[..., Problem]
 ) -> None:
-    """A runner claiming a microsecond, or a third of its real time, for calls that take
-    2 ms: the score is the grader's own clock, so both rank as the 2 ms they take; the claim
-    shows only as the runner's own figure."""
+    """A runner claiming a microsecond, or a tenth of its real time, for calls that take
+    2 ms: the grader's own clock over batches allows no less than a fifth of what they take
+    there, so the claims rank at that bound, flagged, with the claim kept as the runner's."""
     problem = small(with_cases, vectoradd)
     screened = grade(problem, _claiming("1e-6"), mode="benchmark")
     assert screened.status == "rejected" and "grader" in screened.message
     # Behind the screening (which code built from strings would slip past), the clock:
-    for claim in ("1e-6", "seconds * 0.3"):
-        report = grade(problem, _claiming(claim), mode="benchmark", screen=False)
+    for mode, claim in (("benchmark", "1e-6"), ("benchmark", "seconds * 0.1"),
+                        ("leaderboard", "1e-6")):  # fmt: skip
+        report = grade(problem, _claiming(claim), mode=mode, screen=False)
         assert report.status == "passed", report.message
-        assert report.score is not None and report.score >= 0.002
+        assert report.score is not None and report.score >= 0.002 / 5
+        assert any("under what the grader's clock allows" in flag for flag in report.flags)
         for case in report.cases:
-            assert case.runner_time is not None and case.time is not None
-            assert case.runner_time["median_s"] < 0.0011 < 0.002 <= case.time["median_s"]
-    leaderboard = grade(problem, _claiming("1e-6"), mode="leaderboard", screen=False)
-    assert leaderboard.status == "passed" and leaderboard.score is not None
-    assert leaderboard.score >= 0.002
+            assert case.time is not None and case.runner_time is not None
+            assert case.time["ranked_by"] == "grader"
+            assert case.runner_time["median_s"] < 0.00025 < 0.002 / 5 <= case.time["median_s"]
+            assert case.time["median_s"] >= case.time["harness_floor_s"]
+            assert case.time["harness_per_call_s"] >= 0.002
+
+
+def test_honest_times_rank_as_the_runner_measured_them(
+    vectoradd: Problem, with_cases: Callable[..., Problem]
+) -> None:
+    report = grade(small(with_cases, vectoradd), ADD, mode="leaderboard")
+    assert report.status == "passed" and not report.flags
+    for case in report.cases:
+        assert case.time is not None and case.runner_time is None
+        assert case.time["ranked_by"] == "runner"
+        assert case.time["harness_floor_s"] <= case.time["median_s"]
 
 
 def _reference_with_unused_buffer(tmp_path: Path) -> Problem:

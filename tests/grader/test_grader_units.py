@@ -273,21 +273,32 @@ def test_a_batch_subtracts_only_its_trusted_fixed_costs() -> None:
     assert Overheads(round_trip_s=50e-6).batch_s(1 << 30) == pytest.approx(50e-6)
 
 
-def test_batches_stop_after_five_and_long_calls_after_two() -> None:
+def test_batches_stop_after_three_and_long_calls_after_two() -> None:
     from grader.clock import MIN_BATCHES, Batches
 
-    assert MIN_BATCHES == 5
-    assert not Batches._settled([1e-3] * 4)
-    assert Batches._settled([1e-3, 1.2e-3, 0.9e-3, 1e-3, 1.1e-3])
+    assert MIN_BATCHES == 3
+    assert not Batches._settled([1e-3, 1.2e-3])
+    assert Batches._settled([1e-3, 1.2e-3, 0.9e-3])
     assert Batches._settled([8.2, 8.3])  # GPU MODE's eigh_py: seconds a call, two suffice
+
+
+def test_the_ranked_floor_is_the_fastest_batch_over_the_ratio_less_the_slack() -> None:
+    """A runner can make a batch slower but never faster than its work; an honest call
+    timed alone is up to the ratio (and, on a GPU, the slack) faster than in a batch."""
+    from grader.clock import ranked_floor
+
+    assert ranked_floor("cpu", [2e-3, 0.9e-3, 3e-3]) == pytest.approx(0.9e-3 / 5)
+    assert ranked_floor("cpu", [2e-3], warm_s=1e-3) == pytest.approx(1e-3 / 5)
+    assert ranked_floor("cuda", [250e-6, 300e-6]) == pytest.approx(250e-6 / 2.5 - 10e-6)
+    assert ranked_floor("cuda", [20e-6]) == 0.0
 
 
 def test_batch_size_fills_the_batch_within_its_memory() -> None:
     from grader.clock import BATCH_S, MAX_CALLS, batch_size
 
-    assert batch_size("cpu", 1e-4, 1 << 20) == int(BATCH_S["cpu"] / 1e-4)
-    assert batch_size("cpu", 1e-9, 1 << 10) == MAX_CALLS
-    assert batch_size("cpu", 1e-3, 400 << 20) == 1  # one set fills the batch's memory
+    assert batch_size("cpu", 1e-4, 1 << 10) == int(BATCH_S["cpu"] / 1e-4)
+    assert batch_size("cpu", 1e-9, 1 << 10) == MAX_CALLS["cpu"]
+    assert batch_size("cpu", 1e-3, 40 << 20) == 1  # one set fills the batch's memory
     assert batch_size("cpu", 10.0, 1 << 10) == 1
 
 

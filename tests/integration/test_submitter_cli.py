@@ -213,7 +213,7 @@ def test_a_ranked_run_is_followed_live_to_its_table_and_the_leaderboard(site: Si
 
     report = fetch(site, f"/api/v1/submissions/{submission_id}")
     assert report["status"] == "passed"
-    for column in ("time/call", "min", "p10–p90", "cv", "batches"):
+    for column in ("median", "min", "p10–p90", "cv", "samples"):
         assert column in done.stdout
     assert len(re.findall(r"^│ benchmark \d", done.stdout, flags=re.MULTILINE)) == len(
         report["cases"]

@@ -2,8 +2,8 @@
 # device: cuda
 # problem: matmul
 # expect: passed
-# max_speedup: 1.25
-# defence: the score is the harness's own clock over batches; the events in its process never rank
+# max_speedup: 2.5
+# defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Does the real work on every call, and patches torch.cuda.Event.elapsed_time (computed names)
 and the runner's timer so that every timed call claims one microsecond."""
 

@@ -1,7 +1,7 @@
 # threat: 12
 # expect: passed, rejected
-# max_speedup: 1.5
-# defence: the score is the harness's own clock over batches; what the runner reports never ranks
+# max_speedup: 5
+# defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Slows its process's clock (time.perf_counter_ns, reached by computed names) a thousandfold,
 so every duration the runner measures comes out tiny; computes the right answer."""
 

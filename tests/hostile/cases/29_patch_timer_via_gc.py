@@ -1,7 +1,7 @@
 # threat: 12
 # expect: passed, rejected
-# max_speedup: 1.5
-# defence: the score is the harness's own clock over batches; what the runner reports never ranks
+# max_speedup: 5
+# defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Finds the runner's Timer object through the garbage collector on its first call and
 replaces its one_call on the instance with one that divides every measurement by 1000."""
 

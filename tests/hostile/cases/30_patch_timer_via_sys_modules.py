@@ -1,7 +1,7 @@
 # threat: 12
 # expect: passed, rejected
-# max_speedup: 1.5
-# defence: the score is the harness's own clock over batches; what the runner reports never ranks
+# max_speedup: 5
+# defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Reaches the runner's timing module through sys.modules (by a decoded name) and patches the
 class, so every per-call time it reports is a thousandth of the real one."""
 

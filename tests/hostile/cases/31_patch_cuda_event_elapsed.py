@@ -1,8 +1,8 @@
 # threat: 12
 # device: cuda
 # expect: passed, rejected
-# max_speedup: 1.25
-# defence: the score is the harness's own clock over batches; what the runner reports never ranks
+# max_speedup: 2.5
+# defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Patches torch.cuda.Event.elapsed_time (computed names) to claim a nanosecond per call."""
 
 import torch

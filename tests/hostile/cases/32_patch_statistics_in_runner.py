@@ -1,7 +1,7 @@
 # threat: 12
 # expect: passed
-# max_speedup: 1.5
-# defence: the score is the harness's own clock over batches; what the runner reports never ranks
+# max_speedup: 5
+# defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Patches statistics and math in its own process so medians and means come out tiny."""
 
 import base64

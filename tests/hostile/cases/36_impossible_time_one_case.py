@@ -1,7 +1,7 @@
 # threat: 15, 32
 # expect: passed, rejected
-# max_speedup: 1.5
-# defence: each case's time is the harness's own; a claimed picosecond changes nothing
+# max_speedup: 5
+# defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Claims a picosecond for the smallest benchmark case only (through the timing module found by
 a decoded name), collapsing the geometric mean; computes the right answer."""
 

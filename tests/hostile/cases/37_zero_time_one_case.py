@@ -1,7 +1,7 @@
 # threat: 15, 32
 # expect: passed
-# max_speedup: 1.5
-# defence: each case's time is the harness's own; a claimed zero changes nothing
+# max_speedup: 5
+# defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Claims zero seconds for one benchmark case, which would make the geometric mean zero."""
 
 import base64

@@ -1,8 +1,8 @@
 # threat: 12, 32
 # problem: matmul
 # expect: passed
-# max_speedup: 1.5
-# defence: the score is the harness's own clock over batches; what the runner reports never ranks
+# max_speedup: 5
+# defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Does every call's work, the grader's own-clock batches included (they are checked), but
 reports a twentieth of each timed call's real time."""
 

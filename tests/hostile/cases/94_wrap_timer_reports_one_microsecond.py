@@ -1,8 +1,8 @@
 # threat: 35, 15
 # mode: benchmark
 # expect: passed
-# max_speedup: 1.5
-# defence: the score is the harness's own clock over batches; what the runner reports never ranks
+# max_speedup: 5
+# defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Does the real work on every call, and has the runner's timer report one microsecond for
 each of them."""
 
