@@ -2,7 +2,7 @@
 # device: cuda
 # problem: matmul
 # expect: passed
-# max_speedup: 2.5
+# max_speedup: 3.5
 # defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Does the real work on every call, and patches torch.cuda.Event.elapsed_time (computed names)
 and the runner's timer so that every timed call claims one microsecond."""

@@ -1,6 +1,6 @@
 # threat: 12
 # expect: passed, rejected
-# max_speedup: 5
+# max_speedup: 7
 # defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Slows its process's clock (time.perf_counter_ns, reached by computed names) a thousandfold,
 so every duration the runner measures comes out tiny; computes the right answer."""

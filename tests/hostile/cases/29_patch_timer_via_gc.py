@@ -1,6 +1,6 @@
 # threat: 12
 # expect: passed, rejected
-# max_speedup: 5
+# max_speedup: 7
 # defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Finds the runner's Timer object through the garbage collector on its first call and
 replaces its one_call on the instance with one that divides every measurement by 1000."""

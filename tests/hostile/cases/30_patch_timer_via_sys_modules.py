@@ -1,6 +1,6 @@
 # threat: 12
 # expect: passed, rejected
-# max_speedup: 5
+# max_speedup: 7
 # defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Reaches the runner's timing module through sys.modules (by a decoded name) and patches the
 class, so every per-call time it reports is a thousandth of the real one."""

@@ -1,7 +1,7 @@
 # threat: 12
 # device: cuda
 # expect: passed, rejected
-# max_speedup: 2.5
+# max_speedup: 3.5
 # defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Patches torch.cuda.Event.elapsed_time (computed names) to claim a nanosecond per call."""
 

@@ -1,6 +1,6 @@
 # threat: 12
 # expect: passed
-# max_speedup: 5
+# max_speedup: 7
 # defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Patches statistics and math in its own process so medians and means come out tiny."""
 

@@ -1,7 +1,7 @@
 # threat: 13
 # problem: matmul
 # expect: passed, rejected
-# max_speedup: 5
+# max_speedup: 7
 # defence: the clock starts before the inputs land and stops at the batch's reply
 """Hooks the runner's message receiving (found through sys.modules['__main__'] by computed
 names) to compute the product while a request arrives, before the runner's timed region:

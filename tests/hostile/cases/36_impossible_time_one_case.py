@@ -1,6 +1,6 @@
 # threat: 15, 32
 # expect: passed, rejected
-# max_speedup: 5
+# max_speedup: 7
 # defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Claims a picosecond for the smallest benchmark case only (through the timing module found by
 a decoded name), collapsing the geometric mean; computes the right answer."""

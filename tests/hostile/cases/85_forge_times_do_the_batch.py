@@ -1,7 +1,7 @@
 # threat: 12, 32
 # problem: matmul
 # expect: passed
-# max_speedup: 5
+# max_speedup: 7
 # defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Does every call's work, the grader's own-clock batches included (they are checked), but
 reports a twentieth of each timed call's real time."""

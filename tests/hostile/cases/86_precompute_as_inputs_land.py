@@ -1,7 +1,7 @@
 # threat: 13, 11, 37
 # problem: matmul
 # expect: passed, rejected, failed
-# max_speedup: 5
+# max_speedup: 7
 # defence: own-clock batches copy their sets in inside the timed span: early work is timed
 """Keeps the input views it is handed (they live in the slab the harness writes each set
 into) and runs a thread that watches them: when new inputs land, it computes the product at

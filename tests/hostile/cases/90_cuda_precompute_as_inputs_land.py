@@ -2,7 +2,7 @@
 # device: cuda
 # problem: matmul
 # expect: passed, rejected, failed
-# max_speedup: 2.5
+# max_speedup: 3.5
 # defence: own-clock batches copy their sets in inside the timed span: early work is timed
 """On a GPU: keeps the input views it is handed (device memory the harness writes each set
 into) and runs a thread that computes the product on a stream of its own as soon as new

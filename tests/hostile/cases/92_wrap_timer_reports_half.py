@@ -1,7 +1,7 @@
 # threat: 35
 # mode: benchmark
 # expect: passed
-# max_speedup: 5
+# max_speedup: 7
 # defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
 """Does the real work on every call, but wraps the runner's timer (found through sys.modules by
 a decoded name) so that every per-call time it reports is half the real one: a forgery kept
