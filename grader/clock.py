@@ -7,9 +7,7 @@ with trusted code (`Overheads`)."""
 from __future__ import annotations
 
 import functools
-import math
 import random
-import statistics
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +32,6 @@ BATCH_S = {"cuda": 0.05, "cpu": 0.01}
 # guess of the call's time that was too long) are sized again, up to MAX_BATCHES_RUN
 # batches in all.
 MIN_BATCHES = 3
-MAX_BATCHES = MIN_BATCHES
 MAX_BATCHES_RUN = 8
 # The least time a call ranks at: the fastest batch's per-call time divided by RATIO, less
 # SLACK_S. A batch's call also pays what the runner's timed call leaves out: the copy of an
@@ -73,14 +70,18 @@ class Measured:
 
     per_call_s: list[float]
     calls_per_batch: int
-    sm_clock_mhz: float | None
+
+    @property
+    def fastest_s(self) -> float:
+        """The figure: a runner can slow a batch, never make one faster than its work."""
+        return min(self.per_call_s)
 
 
-def ranked_floor(kind: str, per_call_s: list[float], warm_s: float = 0.0) -> float:
-    """The least time a call may rank at, from the batches' per-call times. `warm_s`: what
-    a batch's call pays that the runner's timed call did not because its inputs stayed warm
-    in its caches (benchmark mode on the CPU times one input set over and over)."""
-    return max(0.0, (min(per_call_s) - warm_s) / RATIO[kind] - SLACK_S[kind])
+def ranked_floor(kind: str, fastest_s: float, warm_s: float = 0.0) -> float:
+    """The least time a call may rank at, from the fastest batch's per-call time. `warm_s`:
+    what a batch's call pays that the runner's timed call did not because its inputs stayed
+    warm in its caches (benchmark mode on the CPU times one input set over and over)."""
+    return max(0.0, (fastest_s - warm_s) / RATIO[kind] - SLACK_S[kind])
 
 
 def cold_inputs_s(layout: Layout) -> float:
@@ -131,10 +132,10 @@ class Batches:
         self._staged: tuple[int, Sets, Slab] | None = None
 
     def measure(self, budget_ends: float) -> Measured:
-        """Batches until their figures agree, MAX_BATCHES count, or the budget is spent. The
-        first is a single call, whose time sizes the rest; the first batch on a newly laid
-        out slab is not counted (its pages are new to the runner, and its calls' temporaries
-        new to its heap)."""
+        """Batches until MIN_BATCHES count or the budget is spent. The first is a single
+        call, whose time sizes the rest; the first batch on a newly laid out slab is not
+        counted (its pages are new to the runner, and its calls' temporaries new to its
+        heap)."""
         pilot = self.run(1)
         counted: list[float] = []
         if pilot >= LONG_CALL_S:
@@ -142,17 +143,13 @@ class Batches:
             count = 1
         else:
             count = batch_size(self.kind, pilot, self.layout.set_bytes)
-        clocks: list[float] = []
         for _ in range(MAX_BATCHES_RUN):
-            if len(counted) >= MAX_BATCHES:
+            if self._settled(counted):
                 break
             settling = self._staged is None or self._staged[1].count != count
             per_call = self.run(count)
             if settling:
                 continue
-            clock = _sm_clock_mhz(self.kind)
-            if clock is not None:
-                clocks.append(clock)
             long_enough = per_call * count >= BATCH_S[self.kind] / 2
             if long_enough or count >= MAX_CALLS[self.kind] or per_call >= LONG_CALL_S:
                 counted.append(per_call)
@@ -165,7 +162,7 @@ class Batches:
                 break
         if not counted:
             counted.append(pilot)
-        return Measured(counted, count, statistics.median(clocks) if clocks else None)
+        return Measured(counted, count)
 
     @staticmethod
     def _settled(counted: list[float]) -> bool:
@@ -242,17 +239,6 @@ def _timed_batch(
     reply = session.request({"op": "batch", "slab": slab_id}).reply
     span = time.perf_counter() - started
     return reply.get("outputs"), span, copied
-
-
-def _sm_clock_mhz(kind: str) -> float | None:
-    """The SM clock right after a batch, read by the harness itself (NVML, where present)."""
-    if kind != "cuda":
-        return None
-    try:
-        value = float(torch.cuda.clock_rate())
-    except Exception:
-        return None
-    return value if math.isfinite(value) and value > 0 else None
 
 
 def _expected(problem: ProblemSide, case: dict[str, Any], data: Any) -> Any:

@@ -285,12 +285,13 @@ def test_batches_stop_after_three_and_long_calls_after_two() -> None:
 def test_the_ranked_floor_is_the_fastest_batch_over_the_ratio_less_the_slack() -> None:
     """A runner can make a batch slower but never faster than its work; an honest call
     timed alone is up to the ratio (and, on a GPU, the slack) faster than in a batch."""
-    from grader.clock import ranked_floor
+    from grader.clock import Measured, ranked_floor
 
-    assert ranked_floor("cpu", [2e-3, 0.9e-3, 3e-3]) == pytest.approx(0.9e-3 / 5)
-    assert ranked_floor("cpu", [2e-3], warm_s=1e-3) == pytest.approx(1e-3 / 5)
-    assert ranked_floor("cuda", [250e-6, 300e-6]) == pytest.approx(250e-6 / 2.5 - 10e-6)
-    assert ranked_floor("cuda", [20e-6]) == 0.0
+    assert Measured([2e-3, 0.9e-3, 3e-3], 10).fastest_s == 0.9e-3
+    assert ranked_floor("cpu", 0.9e-3) == pytest.approx(0.9e-3 / 5)
+    assert ranked_floor("cpu", 2e-3, warm_s=1e-3) == pytest.approx(1e-3 / 5)
+    assert ranked_floor("cuda", 250e-6) == pytest.approx(250e-6 / 2.5 - 10e-6)
+    assert ranked_floor("cuda", 20e-6) == 0.0
 
 
 def test_batch_size_fills_the_batch_within_its_memory() -> None:
