@@ -115,6 +115,10 @@ def clocks(report: dict[str, Any]) -> list[dict[str, Any]]:
             "ranked_us": _us(time_.get("median_s")),
             "batch_cv": time_.get("cv"),
             "events_us": _us((case.get("runner_time") or {}).get("median_s")),
+            "harness_us": _us(time_.get("harness_per_call_s")),
+            "floor_us": _us(time_.get("harness_floor_s")),
+            "clock": time_.get("harness_clock"),
+            "ranked_by": time_.get("ranked_by"),
             "calls_per_batch": time_.get("calls_per_batch"),
         })  # fmt: skip
     return rows

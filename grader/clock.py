@@ -19,7 +19,7 @@ from grader.expected import CaseSetup, ProblemSide
 from grader.plausibility import label
 from grader.report import Stop
 from grader.session import Overheads, RunnerSession
-from grader.shared import Slab
+from grader.shared import Slab, aligned
 from grader.staging import READ, Layout, Sets
 
 # How long a batch's calls should last: long enough that what it costs once (the round trip,
@@ -62,6 +62,26 @@ BATCH_MAX_BYTES = {"cuda": 8 << 30, "cpu": 64 << 20}
 CHECKED_PER_BATCH = 16
 # The batches' input sets are numbered from here, apart from the case's first set.
 FIRST_REPEAT = 1_000_000
+# On a GPU (Windows): the runner's median ranks down to the harness's figure less this
+# fraction and this many seconds: what a window's calibrated cost leaves uncertain, measured
+# on an H100 (docs/benchmarks.md).
+WINDOW_TOLERANCE = 0.02
+WINDOW_SLACK_S = 2e-6
+# A round of windows lasts about WINDOWS_S, within WINDOWS windows and WINDOWS_MAX_BYTES
+# (or a third of the device's free memory).
+WINDOWS_S = 0.03
+WINDOWS = (10, 100)
+WINDOWS_MAX_BYTES = 24 << 30
+# Windows at a round's start, timed but not counted: the first windows after the harness's
+# own work (making the round's sets) find the device's clocks and the runner's context
+# asleep. A runner cannot use them for work on the counted calls: a set's inputs land only
+# just before its own window.
+WARM_WINDOWS = 4
+# Room in the arena beyond a round's outputs, for the calls' temporaries (a call needing more
+# gets it from the driver, and its output is then copied into its slot: grader/gate.py).
+ARENA_SPARE_BYTES = 256 << 20
+# How long after the runner's reply its windows may still be running on the device.
+WINDOW_GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -82,6 +102,13 @@ def ranked_floor(kind: str, fastest_s: float, warm_s: float = 0.0) -> float:
     what a batch's call pays that the runner's timed call did not because its inputs stayed
     warm in its caches (benchmark mode on the CPU times one input set over and over)."""
     return max(0.0, (fastest_s - warm_s) / RATIO[kind] - SLACK_S[kind])
+
+
+def window_floor(fastest_s: float) -> float:
+    """The least time a call may rank at by the harness's windows on a GPU: its figure, less
+    what calibrating a window's own cost leaves uncertain (WINDOW_TOLERANCE of it and
+    WINDOW_SLACK_S)."""
+    return max(0.0, fastest_s * (1 - WINDOW_TOLERANCE) - WINDOW_SLACK_S)
 
 
 def cold_inputs_s(layout: Layout) -> float:
@@ -131,9 +158,13 @@ class Batches:
         self.made = 0
         self._staged: tuple[int, Sets, Slab] | None = None
 
-    def measure(self, budget_ends: float) -> Measured:
+    def measure(self, budget_ends: float, hint_s: float | None = None) -> Measured:
         """Batches until MIN_BATCHES count or the budget is spent. The first is a single
-        call, whose time sizes the rest; the first batch on a newly laid out slab is not
+        call, whose time sizes the rest, or `hint_s` (the runner's own median) where that is
+        shorter: a single call's batch also pays a round trip, which a busy host can stretch
+        to milliseconds, and a batch sized by it would hold too few calls to spread that
+        (the figure a runner reports only sizes the batches: a smaller one makes more calls,
+        each still on the harness's clock). The first batch on a newly laid out slab is not
         counted (its pages are new to the runner, and its calls' temporaries new to its
         heap)."""
         pilot = self.run(1)
@@ -142,7 +173,8 @@ class Batches:
             counted.append(pilot)
             count = 1
         else:
-            count = batch_size(self.kind, pilot, self.layout.set_bytes)
+            guess = pilot if hint_s is None or hint_s <= 0 else min(pilot, hint_s)
+            count = batch_size(self.kind, guess, self.layout.set_bytes)
         for _ in range(MAX_BATCHES_RUN):
             if self._settled(counted):
                 break
@@ -182,41 +214,14 @@ class Batches:
         """One batch of `count` calls; its per-call seconds, net of the trusted overheads.
         Raises Stop when a checked output is wrong."""
         slab_id, sets, image = self._stage(count)
-        pristine = Sets(image, self.layout, count)
-        for index in range(count):
-            data = self.problem.generate(
-                self.setup.case, FIRST_REPEAT + self.made + index, seed=self.problem.fresh_seed
-            )
-            pristine.write(index, data, self.setup.written)
+        pristine = _fresh_sets(self.problem, self.setup, image, self.layout, count, self.made)
         self.made += count
         outputs, span, copy_s = _timed_batch(self.session, sets, image, slab_id, self.kind)
         if not isinstance(outputs, list) or len(outputs) != count:
             raise Stop("error", "the runner answered a batch with the wrong outputs")
-        self._check(sets, pristine, outputs)
+        _check_outputs(self, sets, pristine, outputs, None)
         fixed = self.overheads.batch_s(self.layout.read_part(count)[1], copied_s=copy_s)
         return max(0.0, span - fixed) / count
-
-    def _check(self, sets: Sets, pristine: Sets, outputs: list[Any]) -> None:
-        count = sets.count
-        others = range(count - 1)
-        picked = random.SystemRandom().sample(others, min(CHECKED_PER_BATCH, count - 1))
-        checked = [count - 1, *picked]
-        for index in checked:
-            data = pristine.data(index)
-            failure = wrong_output(
-                self.problem.module.check_implementation,
-                data,
-                sets.output(index, outputs[index]),
-                functools.partial(_expected, self.problem, self.setup.case, data),
-                device=self.kind,
-                tolerance=self.tolerance,
-            )
-            if failure:
-                raise Stop(
-                    "failed",
-                    f"case {label(self.setup.case)}: {failure} (a call on fresh inputs the "
-                    "grader timed on its own clock)",
-                )
 
 
 def _timed_batch(
@@ -239,6 +244,185 @@ def _timed_batch(
     reply = session.request({"op": "batch", "slab": slab_id}).reply
     span = time.perf_counter() - started
     return reply.get("outputs"), span, copied
+
+
+class Windows:
+    """One case's calls timed on a GPU by the harness's own events (grader/gate.py): each
+    call on a fresh set, its inputs copied in just before its window, L2 flushed, the call
+    alone between two events of the harness's stream. A round's figure is the mean of its
+    windows less what a window itself costs (`Overheads.window_s`, measured with the grader's
+    own work): the mean, because work a runner moves from one call to another (started
+    early on a side stream) still lies in some window, where a median would drop it.
+    Outputs are read from copies the harness's stream makes right after the last window, so
+    work finished later does not pass either."""
+
+    def __init__(
+        self,
+        problem: ProblemSide,
+        session: RunnerSession,
+        setup: CaseSetup,
+        layout: Layout,
+        tolerance: dict[str, float],
+    ) -> None:
+        assert session.gate is not None
+        self.problem = problem
+        self.session = session
+        self.gate = session.gate
+        self.setup = setup
+        self.layout = layout
+        self.tolerance = tolerance
+        self.made = 0
+        self._staged: _WindowSets | None = None
+
+    def measure(self, budget_ends: float) -> Measured:
+        """A pilot window sizes the rounds; the first round on newly staged sets is not
+        counted (its arena segments and pages are new); then MIN_BATCHES rounds, or fewer
+        when the budget runs out after one."""
+        pilot = self.run(1, warm=0)
+        count = window_count(pilot, self.layout, self.session.overheads.window_s)
+        fit = window_memory() // (3 * self.layout.set_bytes)
+        warm = 0 if pilot >= LONG_CALL_S else max(0, min(WARM_WINDOWS, fit - count))
+        counted: list[float] = []
+        for _ in range(MAX_BATCHES_RUN):
+            settling = self._staged is None or self._staged.count != count + warm
+            per_call = self.run(count, warm)
+            if not settling:
+                counted.append(per_call)
+            enough = len(counted) >= (2 if pilot >= LONG_CALL_S else MIN_BATCHES)
+            if enough or (counted and time.monotonic() > budget_ends):
+                break
+        if not counted:
+            counted.append(pilot)
+        return Measured(counted, count)
+
+    def _stage(self, count: int) -> _WindowSets:
+        if self._staged is not None and self._staged.count == count:
+            return self._staged
+        self._staged = None  # its memory goes before the next is made
+        slab_id, sets = self.session.stage("batch", self.layout, count)
+        result_bytes = sum(aligned(p.nbytes) for p in self.layout.results)
+        arena = self.session.arena(count * result_bytes + ARENA_SPARE_BYTES)
+        nbytes = count * self.layout.set_bytes
+        self._staged = _WindowSets(
+            count,
+            slab_id,
+            sets,
+            _private_image(nbytes, "cuda"),
+            _private_image(nbytes, "cuda"),
+            arena,
+            _private_image(arena.nbytes, "cuda"),
+        )
+        return self._staged
+
+    def run(self, count: int, warm: int) -> float:
+        """`warm` windows, then `count` more whose mean is the round's seconds a call. Raises
+        Stop when a checked output is wrong or the runner never finishes a window."""
+        counted = count
+        count += warm
+        staged = self._stage(count)
+        sets, image = staged.sets, staged.image
+        pristine = _fresh_sets(self.problem, self.setup, image, self.layout, count, self.made)
+        self.made += count
+        step = self.layout.read_bytes
+        start, length = self.layout.read_part(count)
+        rest = slice(start + length, count * self.layout.set_bytes)
+        sets.slab.raw[rest].copy_(image.raw[rest])  # written buffers and slots, poisoned
+
+        def land(i: int) -> None:
+            sets.slab.raw[i * step : (i + 1) * step].copy_(image.raw[i * step : (i + 1) * step])
+
+        def keep() -> None:
+            staged.seen.raw.copy_(sets.slab.raw[: staged.seen.nbytes])
+            staged.arena_seen.raw.copy_(staged.arena.raw[: staged.arena_seen.nbytes])
+
+        # The runner is asked first: it queues its calls behind the gate while this process
+        # queues the windows, so the first window does not wait for the request to arrive.
+        seq = self.gate.next_seq
+        queued: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = []
+
+        def open_windows() -> None:
+            queued.append(self.gate.enqueue(count, land, keep)[1])
+
+        request = {"op": "windows", "slab": staged.slab_id, "seq": seq, "count": count}
+        try:
+            reply = self.session.request(request, open_windows).reply
+        except BaseException:
+            self.gate.force_open()
+            raise
+        marks = queued[0]
+        windows = self.gate.finish(marks, time.monotonic() + WINDOW_GRACE_S)
+        if windows is None:
+            raise Stop("rejected", "the runner answered before its calls' windows were done")
+        outputs = reply.get("outputs")
+        if not isinstance(outputs, list) or len(outputs) != count:
+            raise Stop("error", "the runner answered its windows with the wrong outputs")
+        seen = Sets(staged.seen, self.layout, count)
+        _check_outputs(self, seen, pristine, outputs, staged.arena_seen)
+        timed = windows[warm:]
+        return max(0.0, sum(timed) / counted - self.session.overheads.window_s)
+
+
+@dataclass
+class _WindowSets:
+    count: int
+    slab_id: int
+    sets: Sets
+    image: Slab  # the sets as made, in the harness's own memory
+    seen: Slab  # the slab as the last window left it
+    arena: Slab
+    arena_seen: Slab  # the arena as the last window left it
+
+
+def window_count(pilot_s: float, layout: Layout, window_s: float) -> int:
+    """Windows counted in a round: about WINDOWS_S of them, within WINDOWS and the memory a
+    round may take (its sets three times over: the slab, the harness's image and the copy
+    read back)."""
+    if pilot_s >= LONG_CALL_S:
+        return 1
+    count = int(WINDOWS_S / max(pilot_s + window_s, 1e-6))
+    count = max(WINDOWS[0], min(WINDOWS[1], count))
+    return max(1, min(count, window_memory() // (3 * layout.set_bytes)))
+
+
+def window_memory() -> int:
+    return min(WINDOWS_MAX_BYTES, torch.cuda.mem_get_info()[0] // 3)
+
+
+def _fresh_sets(
+    problem: ProblemSide, setup: CaseSetup, image: Slab, layout: Layout, count: int, made: int
+) -> Sets:
+    """`count` input sets never seen before (numbered on from `made`), written into the
+    harness's own `image`, their written buffers and result slots poisoned."""
+    pristine = Sets(image, layout, count)
+    for index in range(count):
+        data = problem.generate(setup.case, FIRST_REPEAT + made + index, seed=problem.fresh_seed)
+        pristine.write(index, data, setup.written)
+    return pristine
+
+
+def _check_outputs(
+    owner: Batches | Windows, sets: Sets, pristine: Sets, outputs: list[Any], arena: Slab | None
+) -> None:
+    """The last output and CHECKED_PER_BATCH others, chosen after the calls ran."""
+    count = sets.count
+    others = range(count - 1)
+    picked = random.SystemRandom().sample(others, min(CHECKED_PER_BATCH, count - 1))
+    for index in [count - 1, *picked]:
+        data = pristine.data(index)
+        failure = wrong_output(
+            owner.problem.module.check_implementation,
+            data,
+            sets.output(index, outputs[index], arena),
+            functools.partial(_expected, owner.problem, owner.setup.case, data),
+            device=owner.problem.kind,
+            tolerance=owner.tolerance,
+        )
+        if failure:
+            raise Stop(
+                "failed",
+                f"case {label(owner.setup.case)}: {failure} (a call on fresh inputs the "
+                "grader timed on its own clock)",
+            )
 
 
 def _expected(problem: ProblemSide, case: dict[str, Any], data: Any) -> Any:

@@ -27,11 +27,15 @@ from typing import Any
 import torch
 
 from grader import shared
+from grader.gate import DONE, GO, Arena, StreamOps
 from grader.profiling import profile_calls, profile_calls_for_ncu
 from grader.protocol import ChannelClosed, recv_fd, recv_message, send_message
-from grader.staging import Layout, Sets
+from grader.staging import ARENA, Layout, Sets
 from grader.timing import DEFAULT_CASE_BUDGET_S, MAX_SAMPLES, Timer
 
+# Requests whose outputs another process reads once this one replies (a GPU's work is
+# finished first).
+TIMED_OPS = ("run", "time", "time_one", "batch", "windows")
 NOT_A_TENSOR = "custom_kernel must return a torch.Tensor (or a tuple or list of them)"
 NEEDS_GPU = "this submission needs a GPU"
 # torch's named tuples of results (torch.return_types.geqrf, .max, ...), taken before any
@@ -205,6 +209,90 @@ def kernelbench_kernel(module: Any, device: str, init_seed: int) -> Callable[[An
     return forward
 
 
+class Windows:
+    """The runner's side of the harness's timed windows on a GPU (grader/gate.py): the gate
+    it waits on and raises, the arenas its calls allocate from, and the outputs of the last
+    windows, kept alive (so their memory is not reused) until the next ones."""
+
+    def __init__(self) -> None:
+        self.ops: StreamOps | None = None
+        self.flags = 0
+        self.slabs: list[shared.Slab] = []
+        self.arena: Arena | None = None
+        # Every arena stays: torch may call an arena's allocator for as long as it lives.
+        self.arenas: list[Arena] = []
+        self.held: list[Any] = []
+        self._trusted: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def attach(self, sock: socket.socket, request: dict[str, Any]) -> dict[str, Any]:
+        nbytes = request.get("nbytes")
+        if not isinstance(nbytes, int):
+            raise SubmissionError("a malformed attach request")
+        slab = shared.attach(recv_fd(sock), nbytes, "cuda")
+        self.slabs.append(slab)
+        if request.get("op") == "gate":
+            self.ops, self.flags = StreamOps(), slab.raw.data_ptr()
+        else:
+            self.arena = Arena(slab)
+            self.arenas.append(self.arena)
+        return {"ok": True}
+
+    def run(self, request: dict[str, Any], call: Callable[[int], Any] | None) -> list[Any]:
+        """`count` calls (`call(i)` gives the i-th output's description), each queued behind
+        `go` reaching seq + i and followed by `done` = seq + i. Without `call`, the grader's
+        own work in each window (a copy of `trusted_bytes`) instead: the windows' cost."""
+        seq, count = request.get("seq"), request.get("count")
+        if self.ops is None or not isinstance(seq, int) or not isinstance(count, int):
+            raise SubmissionError("a window request before the gate, or a malformed one")
+        self.held.clear()
+        ops, flags = self.ops, self.flags
+        stream = torch.cuda.current_stream().cuda_stream
+        outputs: list[Any] = []
+        if call is None:
+            size = int(request.get("trusted_bytes", 0))
+            if self._trusted is None or self._trusted[0].numel() != size:
+                source = torch.ones(size, dtype=torch.uint8, device="cuda")
+                self._trusted = (source, torch.empty_like(source))
+            source, target = self._trusted
+            for i in range(count):
+                ops.wait(stream, flags + GO, seq + i)
+                target.copy_(source)
+                ops.write(stream, flags + DONE, seq + i)
+            return outputs
+        with self._allocating():
+            for i in range(count):
+                ops.wait(stream, flags + GO, seq + i)
+                outputs.append(call(i))
+                ops.write(stream, flags + DONE, seq + i)
+        return outputs
+
+    @contextlib.contextmanager
+    def _allocating(self) -> Any:
+        """This thread's allocations from the arena's pool, whose cached blocks stay for the
+        next windows (torch.cuda.use_mem_pool would give them back on leaving, and the next
+        windows' calls would then wait for new segments inside their windows)."""
+        if self.arena is None:
+            yield
+            return
+        device, pool = torch.cuda.current_device(), self.arena.pool.id
+        torch._C._cuda_beginAllocateCurrentThreadToPool(device, pool)
+        try:
+            yield
+        finally:
+            torch._C._cuda_endAllocateToPool(device, pool)
+
+    def leave(self, sets: Sets, index: int, output: Any) -> Any:
+        """The output's description: where it lies in the arena, when it is there as the
+        set's one result, else what the slab's deposit says."""
+        arena = self.arena
+        if arena is not None and type(output) is torch.Tensor:
+            offset = arena.offset(output)
+            if offset is not None and sets.fits_slot(index, output):
+                self.held.append(output)
+                return {ARENA: offset}
+        return sets.deposit(index, output)
+
+
 class Runner:
     """Answers the harness's requests for one loaded submission."""
 
@@ -214,8 +302,10 @@ class Runner:
         device: str,
         sock: socket.socket,
         under_ncu: bool = False,
+        windows: Windows | None = None,
     ) -> None:
         self.kernel = kernel
+        self.windows = windows or Windows()
         self.device = device
         self.sock = sock
         # Started by Nsight Compute (grader.nsight): profiles are its, not torch.profiler's.
@@ -241,7 +331,7 @@ class Runner:
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         reply = self._handle(request)
-        if self.device != "cpu" and request.get("op") in ("run", "time", "time_one", "batch"):
+        if self.device != "cpu" and request.get("op") in TIMED_OPS:
             # The outputs left in the slab are read by another process once this replies.
             torch.cuda.synchronize()
         return reply
@@ -254,6 +344,8 @@ class Runner:
             sets, _ = self._set(request)
             self._sets[request["slab"]] = self._laid_out(sets.slab, request)
             return {"ok": True}
+        if op in ("gate", "arena"):
+            return self.windows.attach(self.sock, request)
         if op == "release":
             # Dropped, never unmapped: the submission may still hold views into it, and a
             # view into unmapped memory would crash this process instead of failing a check.
@@ -306,6 +398,13 @@ class Runner:
             kernel, deposit, data = self.kernel, sets.deposit, sets.data
             outputs = [deposit(i, plain_output(kernel(data(i)))) for i in range(sets.count)]
             return {"ok": True, "outputs": outputs}
+        if op == "windows":
+            kernel, data, leave = self.kernel, sets.data, self.windows.leave
+
+            def call(i: int) -> Any:
+                return leave(sets, i, plain_output(kernel(data(i))))
+
+            return {"ok": True, "outputs": self.windows.run(request, call)}
         raise SubmissionError(f"the runner does not know the request {op!r}")
 
     def _attach(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -349,11 +448,11 @@ def _warm_up_device(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def _calibration(sock: socket.socket, device: str) -> dict[str, Any] | None:
+def _calibration(sock: socket.socket, device: str, windows: Windows) -> dict[str, Any] | None:
     """Answer the harness's calibration exchanges until its next request (None when it
-    has gone): an empty round trip (`ping`), and on a GPU one that runs a kernel (`pass`),
-    so that the harness measures what a batch costs beyond its calls before any submission
-    is in this process."""
+    has gone): an empty round trip (`ping`), and on a GPU the gate (`gate`) and windows of
+    the grader's own work (`windows`), so that the harness measures what a window costs
+    beyond its call before any submission is in this process."""
     while True:
         try:
             request = recv_message(sock.fileno())
@@ -361,12 +460,19 @@ def _calibration(sock: socket.socket, device: str) -> dict[str, Any] | None:
             return None
         if not isinstance(request, dict):
             return None
-        if request.get("op") == "pass" and device == "cuda":
-            torch.cuda._sleep(1)
-            torch.cuda.synchronize()
-        elif request.get("op") != "ping":
-            return request
-        if not _tell(sock, {"ok": True}):
+        op = request.get("op")
+        reply: dict[str, Any] = {"ok": True}
+        try:
+            if device == "cuda" and op == "gate":
+                reply = windows.attach(sock, request)
+            elif device == "cuda" and op == "windows":
+                windows.run(request, None)
+                torch.cuda.synchronize()
+            elif op != "ping":
+                return request
+        except Exception as exc:
+            reply = _error_reply(exc, device)
+        if not _tell(sock, reply):
             return None
 
 
@@ -374,7 +480,8 @@ def serve(sock: socket.socket, device: str, under_ncu: bool = False) -> None:
     _warm_up_device(device)
     if not _tell(sock, {"ok": True, "ready": True}):
         return
-    request = _calibration(sock, device)
+    windows = Windows()
+    request = _calibration(sock, device, windows)
     if request is None or request.get("op") != "load":
         return
     seed = request.get("kernelbench_seed")
@@ -385,7 +492,7 @@ def serve(sock: socket.socket, device: str, under_ncu: bool = False) -> None:
         return
     if not _tell(sock, {"ok": True, "loaded": True}):
         return
-    runner = Runner(kernel, device, sock, under_ncu)
+    runner = Runner(kernel, device, sock, under_ncu, windows)
     while True:
         try:
             request = recv_message(sock.fileno())

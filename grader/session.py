@@ -15,12 +15,13 @@ import socket
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import sandbox
-from grader import nsight, shared
+from grader import gate, nsight, shared
 from grader.confine import GRADER_PACKAGE, runner_env, runner_isolation
 from grader.protocol import (
     ChannelClosed,
@@ -31,7 +32,7 @@ from grader.protocol import (
     send_message,
 )
 from grader.report import PhaseClock, Stop, tail
-from grader.shared import Slab
+from grader.shared import SharedMemoryError, Slab
 from grader.staging import Layout, Sets
 
 EXIT_GRACE_S = 2.0
@@ -47,11 +48,20 @@ REQUEST_PHASES = {
     "time": "timed_calls",
     "time_one": "timed_calls",
     "batch": "harness_clock",
+    "windows": "harness_clock",
 }
 # Exchanges with the runner before its submission is loaded, to measure what a batch costs
 # beyond its calls (see Overheads).
 CALIBRATION_PINGS = 20
-CALIBRATION_PASSES = 5
+# On a GPU, windows of the grader's own work (a copy of TRUSTED_BYTES) in the runner against
+# the same copy timed in this process alone: what a window costs beyond its call (the device
+# passing from one process's context to the other's and back). The first of each round's
+# windows are left out (the runner's context wakes), the rest averaged.
+TRUSTED_BYTES = 64 << 20
+CALIBRATION_ROUNDS = 3
+CALIBRATION_WINDOWS = 40
+CALIBRATION_SKIPPED = 5
+CALIBRATION_ALONE = 30
 _slab_ids = itertools.count(1)
 
 
@@ -64,7 +74,7 @@ class Overheads:
     process to the runner's, and the copy of its inputs into the slab."""
 
     round_trip_s: float = 0.0
-    gpu_pass_s: float = 0.0
+    window_s: float = 0.0
     copy_bytes_per_s: float = math.inf
 
     def batch_s(self, input_bytes: int, copied_s: float = math.inf) -> float:
@@ -72,7 +82,7 @@ class Overheads:
         copy at the measured bandwidth, but never longer than it took (`copied_s`, on the
         harness's clock), so peaks measured too low cannot take the calls' time away."""
         copy_s = min(2 * input_bytes / self.copy_bytes_per_s, copied_s)
-        return self.round_trip_s + self.gpu_pass_s + copy_s
+        return self.round_trip_s + copy_s
 
 
 @dataclass(frozen=True)
@@ -158,6 +168,8 @@ class RunnerSession:
         self._ready = False
         self._loaded = False
         self._slabs: dict[str, tuple[int, Slab]] = {}
+        self._arena: Slab | None = None
+        self.gate: gate.Gate | None = None
         self.overheads = Overheads()
 
     def matches(self, kind: str, isolate: bool, memory_bytes: int | None) -> bool:
@@ -203,26 +215,62 @@ class RunnerSession:
 
     def _calibrate(self) -> Overheads:
         """A batch's fixed costs, measured while the runner holds no submission: its answers
-        are the grader's own code's, so nothing a submission does can make them larger."""
+        are the grader's own code's, so nothing a submission does can make them larger. On a
+        GPU the gate is handed over here too (grader/gate.py), and a window's own cost
+        measured; where the driver cannot make one, `gate` stays None and the harness times
+        host-clock batches instead (grader/clock.py)."""
         pings = []
         for _ in range(CALIBRATION_PINGS):
             started = time.perf_counter()
             self._exchange_now({"op": "ping"})
             pings.append(time.perf_counter() - started)
         round_trip = min(pings)
-        if self.kind != "cuda":
+        if self.kind != "cuda" or self.ncu or not gate.windows_chosen():
+            return Overheads(round_trip)  # profile mode ranks nothing
+        try:
+            self.gate = gate.Gate()
+        except (SharedMemoryError, RuntimeError, AttributeError):
             return Overheads(round_trip)
+        try:
+            self._hand_over(self.gate.slab, {"op": "gate", "nbytes": self.gate.slab.nbytes})
+            window = self._window_cost(self.gate)
+        except Stop as exc:
+            if exc.status == "timeout":
+                raise
+            self.gate.close()
+            self.gate = None
+            return Overheads(round_trip)
+        return Overheads(round_trip, window)
+
+    def _window_cost(self, opened: gate.Gate) -> float:
+        """What a window costs beyond its call (see TRUSTED_BYTES)."""
         import torch
 
-        scratch = torch.empty(1 << 20, dtype=torch.uint8, device="cuda")
-        passes = []
-        for _ in range(CALIBRATION_PASSES):
-            scratch.fill_(1)  # the harness's process uses the GPU last, as before a batch
+        source = torch.ones(TRUSTED_BYTES, dtype=torch.uint8, device="cuda")
+        target = torch.empty_like(source)
+        alone = []
+        for _ in range(CALIBRATION_ALONE):
+            torch.amax(opened.flush)
+            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            begin.record()
+            target.copy_(source)
+            end.record()
             torch.cuda.synchronize()
-            started = time.perf_counter()
-            self._exchange_now({"op": "pass"})
-            passes.append(time.perf_counter() - started)
-        return Overheads(round_trip, max(0.0, min(passes) - round_trip))
+            alone.append(begin.elapsed_time(end) / 1e3)
+        windows: list[float] = []
+        for _ in range(CALIBRATION_ROUNDS):
+            # The runner queues its windows while this process queues its own, as in a round
+            # of a submission's windows (grader/clock.py).
+            seq = opened.next_seq
+            self._send({"op": "windows", "seq": seq, "count": CALIBRATION_WINDOWS,
+                        "trusted_bytes": TRUSTED_BYTES})  # fmt: skip
+            _, marks = opened.enqueue(CALIBRATION_WINDOWS)
+            self._receive()
+            measured = opened.finish(marks, time.monotonic() + 5.0)
+            if measured is None:
+                raise Stop("error", "the runner did not open its calibration windows")
+            windows += measured[CALIBRATION_SKIPPED:]
+        return max(0.0, sum(windows) / len(windows) - sorted(alone)[len(alone) // 2])
 
     # -- the channel ------------------------------------------------------------------------
 
@@ -257,18 +305,24 @@ class RunnerSession:
         except (ChannelClosed, ConnectionResetError) as exc:
             raise self._exited() from exc
 
-    def request(self, message: dict[str, Any]) -> Exchange:
+    def request(
+        self, message: dict[str, Any], meanwhile: Callable[[], None] | None = None
+    ) -> Exchange:
         """Send one request; the reply with the harness-measured wall time around it and the
-        sandbox's CPU time over it."""
+        sandbox's CPU time over it. `meanwhile` runs once the request is sent."""
         if not self._loaded:
             raise RuntimeError("request before the submission was loaded")
         with self.clock.phase(REQUEST_PHASES.get(str(message.get("op")), "requests")):
-            return self._exchange(message)
+            return self._exchange(message, meanwhile)
 
-    def _exchange(self, message: dict[str, Any]) -> Exchange:
+    def _exchange(
+        self, message: dict[str, Any], meanwhile: Callable[[], None] | None = None
+    ) -> Exchange:
         cpu_before = self.child.cpu_seconds()
         started = time.monotonic()
         self._send(message)
+        if meanwhile is not None:
+            meanwhile()
         reply = self._receive()
         wall = time.monotonic() - started
         cpu_after = self.child.cpu_seconds()
@@ -295,16 +349,33 @@ class RunnerSession:
             slab = shared.create(need, self.kind)
             slab_id = next(_slab_ids)
             self._slabs[purpose] = (slab_id, slab)
-            self._send({"op": "attach", "slab": slab_id, "nbytes": slab.nbytes, "sets": count,
-                        "layout": layout.to_message()})  # fmt: skip
-            try:
-                send_fd(self._sock, slab.fd, deadline=self.deadline)
-            except ChannelTimeout as exc:
-                raise Stop("timeout", "") from exc
-            except ChannelClosed as exc:
-                raise self._exited() from exc
-            self._receive()
+            self._hand_over(slab, {"op": "attach", "slab": slab_id, "nbytes": slab.nbytes,
+                                   "sets": count, "layout": layout.to_message()})  # fmt: skip
         return slab_id, Sets(slab, layout, count)
+
+    def arena(self, nbytes: int) -> Slab:
+        """A slab of at least `nbytes` the runner's calls allocate from in windows (see
+        grader/gate.py): the one it has when large enough, else a new one it moves to."""
+        if self._arena is not None and self._arena.nbytes >= nbytes:
+            return self._arena
+        with self.clock.phase("setup"):
+            slab = shared.create(nbytes, self.kind)
+            self._hand_over(slab, {"op": "arena", "nbytes": slab.nbytes})
+            if self._arena is not None:
+                self._arena.close()  # the runner keeps its own mapping for its pool
+            self._arena = slab
+        return slab
+
+    def _hand_over(self, slab: Slab, message: dict[str, Any]) -> None:
+        """Send `message` and `slab`'s file descriptor after it; wait for the reply."""
+        self._send(message)
+        try:
+            send_fd(self._sock, slab.fd, deadline=self.deadline)
+        except ChannelTimeout as exc:
+            raise Stop("timeout", "") from exc
+        except ChannelClosed as exc:
+            raise self._exited() from exc
+        self._receive()
 
     def _exchange_now(self, message: dict[str, Any]) -> None:
         self._send(message)
@@ -352,6 +423,12 @@ class RunnerSession:
         for _, slab in self._slabs.values():
             slab.close()
         self._slabs.clear()
+        if self._arena is not None:
+            self._arena.close()
+            self._arena = None
+        if self.gate is not None:
+            self.gate.close()
+            self.gate = None
         shutil.rmtree(self.root, ignore_errors=True)
         return result
 

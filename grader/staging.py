@@ -19,11 +19,13 @@ import torch
 from grader.inputs import iter_tensors, poison_tensor
 from grader.protocol import DTYPES, ChannelError
 from grader.report import Stop
-from grader.shared import ALIGN, Slab, aligned
+from grader.shared import ALIGN, SharedMemoryError, Slab, aligned
 
 INPUT = "__kj_input__"
 SLOT = "__kj_slot__"
 ALIAS = "__kj_alias__"
+# An output the runner made in its arena (grader/gate.py), at a byte offset there.
+ARENA = "__kj_arena__"
 # An output that is neither in the slots nor an input buffer travels in the message itself
 # (a wrong shape or dtype, say): the harness still reads it to say what was wrong.
 INLINE = "inline"
@@ -236,14 +238,24 @@ class Sets:
         for slot in self.slots(index):
             poison_tensor(slot)
 
-    def output(self, index: int, described: Any) -> Any:
+    def output(self, index: int, described: Any, arena: Slab | None = None) -> Any:
         """The runner's output for set `index` as it describes it, copied out of the slab (a
-        runner still writing to it afterwards changes nothing the harness judges). Raises
-        Stop when the description names what the harness never placed."""
+        runner still writing to it afterwards changes nothing the harness judges), or out of
+        `arena` (the harness's copy of the runner's arena) for one made there. Raises Stop
+        when the description names what the harness never placed."""
         if not isinstance(index, int) or not 0 <= index < self.count:
             raise Stop("error", "the runner named a set that does not exist")
         if isinstance(described, torch.Tensor):
             return described.clone()
+        if isinstance(described, dict) and set(described) == {ARENA}:
+            offset = described[ARENA]
+            if arena is None or len(self.layout.results) != 1 or not isinstance(offset, int):
+                raise Stop("error", "the runner named an arena output it could not have made")
+            slot = self.layout.results[0]
+            try:
+                return arena.view(offset, DTYPES[slot.dtype], slot.shape).clone()
+            except SharedMemoryError as exc:
+                raise Stop("error", f"the runner named an arena output outside it: {exc}") from exc
         if isinstance(described, dict) and set(described) == {SLOT}:
             slot = described[SLOT]
             slots = self.slots(index)
@@ -260,6 +272,14 @@ class Sets:
         return described  # not a tensor tree: the harness's verdict says so
 
     # -- the runner's side -----------------------------------------------------------------
+
+    def fits_slot(self, index: int, output: torch.Tensor) -> bool:
+        """Whether `output` is shaped as the set's one result slot (and is not an input)."""
+        views = self._set(index)
+        if len(views.slots) != 1 or _memory(output) in views.by_memory:
+            return False
+        slot = views.slots[0]
+        return output.shape == slot.shape and output.dtype == slot.dtype
 
     def deposit(self, index: int, output: Any) -> Any:
         """Leave `output` (exact tensors) in set `index`: the description the harness reads

@@ -7,6 +7,7 @@ import os
 import statistics
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -264,13 +265,56 @@ def test_a_profile_from_the_runner_is_kept_bounded_and_well_formed() -> None:
 
 
 def test_a_batch_subtracts_only_its_trusted_fixed_costs() -> None:
-    """One round trip, the GPU's passing between processes and the copy of the inputs at
-    the measured bandwidth: nothing else, and nothing the submission answered."""
+    """One round trip and the copy of the inputs at the measured bandwidth (never longer
+    than the copy took): nothing else, and nothing the submission answered."""
     from grader.session import Overheads
 
-    overheads = Overheads(round_trip_s=50e-6, gpu_pass_s=200e-6, copy_bytes_per_s=4e12)
-    assert overheads.batch_s(2 << 30) == pytest.approx(250e-6 + 2 * (2 << 30) / 4e12)
+    overheads = Overheads(round_trip_s=50e-6, window_s=300e-6, copy_bytes_per_s=4e12)
+    assert overheads.batch_s(2 << 30) == pytest.approx(50e-6 + 2 * (2 << 30) / 4e12)
+    assert overheads.batch_s(2 << 30, copied_s=1e-4) == pytest.approx(150e-6)
     assert Overheads(round_trip_s=50e-6).batch_s(1 << 30) == pytest.approx(50e-6)
+
+
+def test_the_window_floor_allows_only_the_calibrations_uncertainty() -> None:
+    """On a GPU the harness's windows time each call alone on its own events: a runner's
+    median ranks no more than 2% and 2 µs under them."""
+    from grader.clock import window_floor
+
+    assert window_floor(100e-6) == pytest.approx(100e-6 * 0.98 - 2e-6)
+    assert window_floor(1e-6) == 0.0
+
+
+def test_the_arena_hands_out_first_fit_segments_and_merges_what_comes_back() -> None:
+    from grader.gate import give_back, take
+
+    free = [(0, 4096)]
+    first, second = take(free, 1000), take(free, 512)
+    assert (first, second) == (0, 1024)  # rounded up to 512 bytes
+    assert take(free, 4096) == -1  # refused: the runner's pool then asks the driver
+    give_back(free, first, 1000)
+    give_back(free, second, 512)
+    assert free == [(0, 4096)]
+
+
+def test_an_arena_output_is_read_only_where_the_harness_placed_room_for_it() -> None:
+    """A runner names an output in its arena by offset; the harness reads it from its own
+    copy of the arena, shaped as the set's result slot, and refuses an offset outside."""
+    from grader import shared
+    from grader.staging import ARENA, Layout, Sets
+
+    data = (torch.ones(4), torch.ones(4))
+    layout = Layout.of(data, torch.zeros(4))
+    slab = shared.create(layout.set_bytes * 2, "cpu")
+    arena = shared.create(4096, "cpu")
+    arena.view(512, torch.float32, (4,)).copy_(torch.arange(4.0))
+    sets = Sets(slab, layout, 2)
+    assert torch.equal(sets.output(1, {ARENA: 512}, arena), torch.arange(4.0))
+    for bad in ({ARENA: 4096}, {ARENA: 100}, {ARENA: "512"}):
+        with pytest.raises(Stop):
+            sets.output(1, bad, arena)
+    with pytest.raises(Stop):
+        sets.output(1, {ARENA: 512}, None)  # no arena: a runner cannot have made one
+    assert sets.fits_slot(0, torch.zeros(4)) and not sets.fits_slot(0, torch.zeros(5))
 
 
 def test_batches_stop_after_three_and_long_calls_after_two() -> None:
@@ -341,3 +385,28 @@ def test_a_grading_leaves_torch_determinism_as_it_found_it() -> None:
         assert state() == (True, True)
     finally:
         torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+
+
+def test_a_slow_pilot_call_does_not_leave_batches_of_one_call() -> None:
+    """On a busy host a single call's batch can take milliseconds of round trip; sized by
+    that alone, every batch would hold one call and the floor would stand far above an
+    honest median. The runner's own median sizes them where it is shorter."""
+    from grader.clock import MAX_CALLS, Batches
+    from grader.staging import Layout
+
+    batches = Batches.__new__(Batches)
+    batches.kind = "cpu"
+    batches.layout = Layout.of((torch.ones(4),), torch.ones(4))
+    batches._staged = None
+    asked: list[int] = []
+
+    def run(count: int) -> float:
+        settled = batches._staged is not None and batches._staged[1].count == count
+        batches._staged = (0, types.SimpleNamespace(count=count), None)  # type: ignore[assignment]
+        asked.append(count)
+        return 25e-6 if settled else 5e-3
+
+    batches.run = run  # type: ignore[method-assign]
+    measured = batches.measure(time.monotonic() + 60, hint_s=20e-6)
+    assert asked[0] == 1 and set(asked[1:]) == {MAX_CALLS["cpu"]}
+    assert measured.calls_per_batch == MAX_CALLS["cpu"] and measured.fastest_s == 25e-6

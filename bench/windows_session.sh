@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# One GPU command for the harness's windows (grader/gate.py, grader/clock.py): the honest
+# solutions' spread over fresh leaderboard gradings, the CUDA hostile timing cases beside
+# them, then bench/gated_clock_probe.py's windows (a runner that keeps its context busy on a
+# side stream beside an honest one); KJ_GPU_CLOCK=windows unless set. Run from the
+# repository root on a GPU host with the Debian bubblewrap package in .whl/; results under
+# $OUT (default /tmp/kj-windows), at most eight files.
+#   [PROBE=0] bash bench/windows_session.sh [RUNS]
+set -u
+OUT=${OUT:-/tmp/kj-windows}
+RUNS=${1:-3}
+mkdir -p "$OUT" /tmp/bwrap
+dpkg -x .whl/bubblewrap_*.deb /tmp/bwrap
+export KJ_BWRAP=/tmp/bwrap/usr/bin/bwrap PYTHONUNBUFFERED=1 CUDA_DEVICE_ORDER=PCI_BUS_ID
+export TORCH_EXTENSIONS_DIR=/tmp/kj-ext KJ_GPU_CLOCK=${KJ_GPU_CLOCK:-windows}
+if mkdir -p /sys/fs/cgroup/kj 2>/dev/null; then export KJ_SANDBOX_CGROUP=/kj; fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+date -u +%FT%TZ | tee -a "$OUT/gpu.txt"
+timeout 240 python3 bench/ranked_clock.py spread --runs "$RUNS" > "$OUT/spread.jsonl" 2> "$OUT/spread.err"
+echo "spread: $?"
+timeout 180 python3 bench/ranked_clock.py hostile > "$OUT/hostile.jsonl" 2> "$OUT/hostile.err"
+echo "hostile: $?"
+[ "${PROBE:-1}" = 1 ] && timeout 100 python3 bench/gated_clock_probe.py --batches 3 --modes windows windows+spin \
+    --problems vectoradd:pytorch rmsnorm:pytorch matmul:pytorch --out "$OUT/probe" \
+    > "$OUT/probe.log" 2>&1
+echo "probe: $?"
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader
