@@ -332,6 +332,7 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
         "sol_fraction": leaderboards.sol_fraction(report),
         "judged": judgement.judge(shown.cases),
         "noisy_spread": judgement.NOISY_SPREAD,
+        "warm_inputs": judgement.warm_inputs(submission.mode, report),
     }
 
 

@@ -140,3 +140,27 @@ async def test_your_rank_and_best_score_on_the_problem_page(
     await log_in(browser, newcomer)
     fresh = (await browser.get("/problems/standing", headers=HTML)).text
     assert "no ranked run yet" in fresh.split('id="your-standing"', 1)[1]
+
+
+async def test_cpu_benchmark_mode_says_its_inputs_were_warm_not_that_the_peaks_are_off(
+    browser: httpx.AsyncClient,
+) -> None:
+    """Benchmark mode on a CPU worker times one input set over and over: a case beyond the
+    speed of light there is the CPU's caches, and leaderboard mode's fresh inputs are slower.
+    The page says so instead of blaming the worker's peaks."""
+    new_problem("warm")
+    _, token = make_user()
+    sid = graded(token, "warm", "cached", mode="benchmark")
+    ranked = graded(token, "warm", "ranked", mode="leaderboard")
+    for graded_id in (sid, ranked):
+        with_cases(graded_id, [timed_case(1e-4, 0.02, 0.03, 2.43)])
+        with session_scope() as session:
+            submission = session.get(Submission, graded_id)
+            assert submission is not None
+            submission.report = {**(submission.report or {}), "device": "cpu"}
+    page = (await browser.get(f"/submissions/{sid}", headers=HTML)).text
+    warning = page.split('id="sol-warning"', 1)[1].split("</div>", 1)[0]
+    assert "one input set over and over" in warning and "peaks" not in warning
+    assert 'id="warm-inputs"' in page and "fresh inputs" in page
+    other = (await browser.get(f"/submissions/{ranked}", headers=HTML)).text
+    assert 'id="warm-inputs"' not in other
