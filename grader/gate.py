@@ -95,6 +95,18 @@ class Arena:
         release = ctypes.cast(self._c_free, ctypes.c_void_p).value or 0
         self.pool = torch.cuda.MemPool(torch._C._cuda_customAllocator(alloc, release))
 
+    @staticmethod
+    def supported() -> bool:
+        """Whether this torch routes a thread's allocations to a pool of its own allocator."""
+        return all(
+            hasattr(torch._C, name)
+            for name in (
+                "_cuda_customAllocator",
+                "_cuda_beginAllocateCurrentThreadToPool",
+                "_cuda_endAllocateToPool",
+            )
+        ) and hasattr(torch.cuda, "MemPool")
+
     def _alloc(self, size: int, device: int, stream: Any) -> int:
         offset = take(self.free, size)
         if offset >= 0:

@@ -232,9 +232,10 @@ class Windows:
         self.slabs.append(slab)
         if request.get("op") == "gate":
             self.ops, self.flags = StreamOps(), slab.raw.data_ptr()
-        else:
+        elif Arena.supported():
             self.arena = Arena(slab)
             self.arenas.append(self.arena)
+        # Without memory pools (an older torch) outputs go into their slots as before.
         return {"ok": True}
 
     def run(self, request: dict[str, Any], call: Callable[[int], Any] | None) -> list[Any]:
