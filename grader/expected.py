@@ -69,6 +69,9 @@ class CaseSetup:
     data: Any
     expected: Any
     written: set[str]
+    # What the reference's own call read, wrote and computed, where the problem declares no
+    # roofline: {"bytes": ..., "flops": ...} (see `measured_roofline`).
+    measured: dict[str, float] | None = None
 
 
 class ProblemSide:
@@ -130,12 +133,19 @@ class ProblemSide:
                 raise Stop("error", CUDA_ONLY)
             return data
 
-    def expected_and_written(self, case: dict[str, Any], data: Any) -> tuple[Any, set[str]]:
-        """The expected output, and which input tensors the reference itself writes."""
+    def expected_and_written(
+        self, case: dict[str, Any], data: Any, flops: list[float] | None = None
+    ) -> tuple[Any, set[str]]:
+        """The expected output, and which input tensors the reference itself writes. With
+        `flops`, the call is made under torch's flop counter and its count appended (none
+        where the counter cannot follow the reference: the call is then made again without)."""
         with self.clock.phase("reference"):
             scratch = clone_data(data)
             try:
-                expected = self.module.ref_kernel(scratch)
+                if flops is None:
+                    expected = self.module.ref_kernel(scratch)
+                else:
+                    expected = self._counted(scratch, flops)
             except Exception as exc:
                 raise Stop(
                     "error",
@@ -144,12 +154,31 @@ class ProblemSide:
                 ) from exc
             return expected, written_paths(data, scratch)
 
-    def prepare(self, case: dict[str, Any]) -> CaseSetup:
-        """The case's first input set with the reference's expected output."""
+    def _counted(self, scratch: Any, flops: list[float]) -> Any:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        pristine = clone_data(scratch)
+        try:
+            counter = FlopCounterMode(display=False)
+            with counter:
+                expected = self.module.ref_kernel(scratch)
+        except Exception:
+            scratch_again = pristine  # the reference's own failure shows without the counter
+            expected = self.module.ref_kernel(scratch_again)
+            _copy_into(scratch, scratch_again)
+            return expected
+        flops.append(float(counter.get_total_flops()))
+        return expected
+
+    def prepare(self, case: dict[str, Any], measure: bool = False) -> CaseSetup:
+        """The case's first input set with the reference's expected output; with `measure`,
+        what the reference's call read, wrote and computed too (`measured_roofline`)."""
         data = self.generate(case)
-        expected, written = self.expected_and_written(case, data)
+        flops: list[float] | None = [] if measure else None
+        expected, written = self.expected_and_written(case, data, flops)
         written |= self._ignored_buffers(data, written, expected)
-        return CaseSetup(case, data, expected, written)
+        measured = measured_roofline(data, expected, written, flops) if measure else None
+        return CaseSetup(case, data, expected, written, measured)
 
     def _ignored_buffers(self, data: Any, written: set[str], expected: Any) -> set[str]:
         """Output buffers the reference neither reads nor writes (GPU MODE's conv2d passes
@@ -183,3 +212,25 @@ class ProblemSide:
             except Exception:
                 return False
             return is_tensor_tree(again) and not written_paths(expected, again)
+
+
+def measured_roofline(
+    data: Any, expected: Any, written: set[str], flops: list[float] | None
+) -> dict[str, float]:
+    """The least a call must move and compute, from the reference's own call: every input
+    tensor it reads (the buffers it only writes left out) read once, every output tensor
+    written once, and the flops torch's counter saw (matrix products, convolutions and
+    attention; none where it could not follow the reference)."""
+    read = sum(
+        t.numel() * t.element_size() for path, t in iter_tensors(data) if path not in written
+    )
+    wrote = sum(t.numel() * t.element_size() for _, t in iter_tensors(expected, "output"))
+    return {"bytes": float(read + wrote), "flops": float(flops[0]) if flops else 0.0}
+
+
+def _copy_into(target: Any, source: Any) -> None:
+    """The tensors of `source` into the same places in `target` (trees of one shape)."""
+    found = dict(iter_tensors(source))
+    for path, tensor in iter_tensors(target):
+        if path in found:
+            tensor.copy_(found[path])

@@ -8,6 +8,12 @@ from grader.report import Stop
 
 # A case may not run faster than this fraction of its physical floor on this device.
 FLOOR_MARGIN = 0.9
+# Where the floor comes from the reference's own call (a problem that declares no roofline):
+# its inputs read once, its outputs written once and the flops torch counted. An honest
+# kernel may read less or compute less than that reference (an input it need not read
+# whole, a structure it exploits), so only a time under half of it is rejected; a forged
+# figure of a microsecond still is.
+MEASURED_FLOOR_MARGIN = 0.5
 
 
 def label(case: dict[str, object]) -> str:
@@ -24,12 +30,14 @@ def check_claims(case_label: str, samples: list[float], wall_s: float) -> None:
         )
 
 
-def check_floor(case_label: str, median_s: float, floor_s: float) -> None:
-    """A time under FLOOR_MARGIN of the physical floor cannot be real."""
-    if median_s < FLOOR_MARGIN * floor_s:
+def check_floor(
+    case_label: str, median_s: float, floor_s: float, margin: float = FLOOR_MARGIN
+) -> None:
+    """A time under `margin` of the physical floor cannot be real."""
+    if median_s < margin * floor_s:
         raise Stop(
             "rejected",
             f"case {case_label}: a time of {median_s * 1e6:.3f} µs a call is under "
-            f"{FLOOR_MARGIN:g}× the physical floor of {floor_s * 1e6:.3f} µs (the case's "
+            f"{margin:g}× the physical floor of {floor_s * 1e6:.3f} µs (the case's "
             "bytes and flops at this GPU's measured peaks); no kernel can be that fast",
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -96,6 +97,35 @@ def test_a_time_under_the_physical_floor_is_rejected(
     assert honest.status == "passed"
     assert honest.cases[0].roofline is not None
     assert honest.cases[0].roofline["sol_fraction"] > 1
+
+
+def test_a_problem_without_a_roofline_gets_its_floor_from_the_reference(
+    with_cases: Callable[..., Problem],
+) -> None:
+    """A problem that declares no roofline (GPU MODE's and KernelBench's, imported as they
+    are) still has a physical floor: what its reference's call read, wrote and computed, as
+    torch counts it. Only a time under half of it is rejected (an honest kernel may skip work
+    the reference does)."""
+    matmul = load_problem("matmul")
+    spec = {k: v for k, v in matmul.spec.items() if k != "roofline"}
+    bare = with_cases(
+        dataclasses.replace(matmul, spec=spec),
+        benchmarks=[{"m": 64, "n": 48, "k": 32, "seed": 3}],
+        budget_s=0.3,
+    )
+    assert not bare.declares_roofline
+    code = (BUILTIN_DIR / "matmul" / "solutions" / "pytorch.py").read_text()
+    # 0.1 GB/s and 0.1 GFLOP/s: the case's floor is 2 ms, far over any real call this size.
+    slow = DevicePeaks(copy_bytes_per_s=1e8, matmul_flops_per_s=1e8, matmul_dtype="x")
+    report = grade(bare, code, mode="benchmark", peaks=slow, enforce_floor=True)
+    assert report.status == "rejected" and "0.5× the physical floor" in report.message
+    fast = DevicePeaks(copy_bytes_per_s=1e15, matmul_flops_per_s=1e18, matmul_dtype="x")
+    passed = grade(bare, code, mode="benchmark", peaks=fast, enforce_floor=True)
+    assert passed.status == "passed"
+    roofline = passed.cases[0].roofline
+    assert roofline is not None and roofline["measured"]
+    assert roofline["bytes"] == 2.0 * (64 * 32 + 32 * 48 + 64 * 48)  # 16-bit A, B and A @ B
+    assert roofline["flops"] == 2.0 * 64 * 48 * 32
 
 
 def _claiming(factor: str) -> str:
