@@ -16,9 +16,10 @@ memory). `--json` is rewritten after each problem, and `--resume` sweeps only th
 it does not hold yet. `--jobs N` validates N problems at once (a GPU host's cores and
 memory allow it; their timings then share the device, which the verdicts do not rest on).
 `--declare` names a YAML file mapping problem globs to task.yml keys an organizer would add
-(bench/gpumode_declared.yml: `requires` with the device a problem runs on alone, a longer
-`test_cases_timeout`); they are added to the matching problems' task.yml as loaded, and the
-row says so.
+(bench/gpumode_declared.yml: `requires` with the device a problem runs on alone); they are
+added to the matching problems' task.yml as loaded, and the row says so. Each row keeps test
+mode's short limit that validation derived (or task.yml set) and the reference's own time on
+the test cases it came from.
 Needs only torch, pyyaml and this repository's `grader/` and
 `sandbox/`; the sandbox's bubblewrap is found on PATH or at $KJ_BWRAP.
 """
@@ -71,6 +72,8 @@ class Row:
     solutions: list[Verdict] = field(default_factory=list)
     wall_s: float = 0.0
     declared: dict[str, Any] = field(default_factory=dict)  # task.yml keys added by --declare
+    test_cases_timeout_s: float | None = None  # test mode's short limit, as validation set it
+    reference_test_cases_s: float | None = None  # the reference's test cases, in test mode
 
 
 def problem_folders(checkout: Path) -> list[Path]:
@@ -132,7 +135,15 @@ def validate_one(
     if not solutions and problem.submission_template:
         solutions = {TEMPLATE: problem.submission_template}
     report = validate(problem, solutions, device=device, on_step=announce)
-    row = Row(label, device, "", wall_s=time.monotonic() - started, declared=declared or {})
+    row = Row(
+        label,
+        device,
+        "",
+        wall_s=time.monotonic() - started,
+        declared=declared or {},
+        test_cases_timeout_s=report.test_cases_timeout_s,
+        reference_test_cases_s=report.reference_test_cases_s,
+    )
     for check in report.checks:
         verdict = Verdict(check.name, check.expected, check.outcome, check.status, check.message)
         (row.reference if check.kind == "reference" else row.solutions).append(verdict)

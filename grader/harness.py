@@ -341,7 +341,11 @@ class _Grading:
                             f"{cases_limit:g} s", session)  # fmt: skip
             else:
                 self._limit(math.inf, "", session)
-            self._grade_cases(session)
+            cases_from = time.monotonic()
+            try:
+                self._grade_cases(session)
+            finally:
+                self.report.cases_wall_s = time.monotonic() - cases_from
             if self.ncu is not None and self.report.status == "passed":
                 self._collect_profile(session)
         except Stop as stop:
@@ -380,7 +384,8 @@ class _Grading:
             result = CaseResult(kind=kind, params=dict(case), status="running")
             self.report.cases.append(result)
             try:
-                self._grade_case(session, self.side.prepare(case), result)
+                measure = kind == "benchmark" and self._measures_roofline()
+                self._grade_case(session, self.side.prepare(case, measure), result)
             except Stop as stop:
                 result.status = stop.status
                 result.message = _cap(stop.message) if stop.message else self.limit_text
@@ -540,22 +545,36 @@ class _Grading:
         the runner's median is below that bound, every sample under it counts as the bound,
         the report says so, and the case's runner-reported figures stay in `runner_time`."""
         assert result.time is not None
-        overheads = session.overheads
-        if self.peaks is not None:
-            overheads = dataclasses.replace(overheads, copy_bytes_per_s=self.peaks.copy_bytes_per_s)
-        batches = clock.Batches(
-            self.side, session, setup, layout, overheads, self.problem.tolerance
-        )
-        measured = batches.measure(time.monotonic() + self._budget())
-        warm = self.kind == "cpu" and self.mode == Mode.BENCHMARK
-        warm_s = clock.cold_inputs_s(layout) if warm else 0.0
-        floor_s = clock.ranked_floor(self.kind, measured.fastest_s, warm_s)
+        budget_ends = time.monotonic() + self._budget()
+        if session.gate is not None:
+            windows = clock.Windows(self.side, session, setup, layout, self.problem.tolerance)
+            measured = windows.measure(budget_ends)
+            floor_s = clock.window_floor(measured.fastest_s)
+        else:
+            overheads = session.overheads
+            if self.peaks is not None:
+                overheads = dataclasses.replace(
+                    overheads, copy_bytes_per_s=self.peaks.copy_bytes_per_s
+                )
+            batches = clock.Batches(
+                self.side, session, setup, layout, overheads, self.problem.tolerance
+            )
+            measured = batches.measure(budget_ends, hint_s=result.time["median_s"])
+            warm = self.kind == "cpu" and self.mode == Mode.BENCHMARK
+            warm_s = clock.cold_inputs_s(layout) if warm else 0.0
+            floor_s = clock.ranked_floor(self.kind, measured.fastest_s, warm_s)
         reported = result.time
+        how = (
+            "calls on fresh inputs, each timed alone on its own events"
+            if session.gate is not None
+            else "back-to-back calls on fresh inputs"
+        )
         figures = {
             "harness_per_call_s": measured.fastest_s,
             "harness_floor_s": floor_s,
             "calls_per_batch": measured.calls_per_batch,
             "batches": len(measured.per_call_s),
+            "harness_clock": "windows" if session.gate is not None else "batches",
         }
         if reported["median_s"] >= floor_s:
             reported.update(figures, ranked_by="runner")
@@ -567,19 +586,30 @@ class _Grading:
                 f"case {_label(setup.case)}: the runner's own median of "
                 f"{reported['median_s'] * 1e6:.3f} µs is under what the grader's clock allows "
                 f"({floor_s * 1e6:.3f} µs a call, from {measured.fastest_s * 1e6:.3f} µs "
-                f"over {measured.calls_per_batch} back-to-back calls on fresh inputs); ranked "
-                "at that bound"
+                f"over {measured.calls_per_batch} {how}); ranked at that bound"
             )
         if result.time["median_s"] <= 0:
             raise Stop(
                 "rejected", f"case {_label(setup.case)}: a median time of zero is impossible"
             )
-        self._apply_roofline(setup.case, result)
+        self._apply_roofline(setup, result)
 
-    def _apply_roofline(self, case: dict[str, Any], result: CaseResult) -> None:
+    def _measures_roofline(self) -> bool:
+        """Whether a benchmark case's reference call is measured for a physical floor: where
+        the floor is enforced and the problem declares none."""
+        return self.enforce_floor and self.peaks is not None and not self.problem.declares_roofline
+
+    def _apply_roofline(self, setup: CaseSetup, result: CaseResult) -> None:
         """Speed-of-light fraction against this device's measured peaks; a time under the
-        physical floor cannot be real and is rejected where the floor is enforced."""
-        roofline = self.problem.roofline(case)
+        physical floor cannot be real and is rejected where the floor is enforced. Where the
+        problem declares no roofline, the floor comes from what the reference's own call
+        read, wrote and computed (`measured: true`), and only a time under MEASURED_MARGIN
+        of it is rejected: an honest kernel may skip work the reference does."""
+        roofline = self.problem.roofline(setup.case)
+        margin = plausibility.FLOOR_MARGIN
+        if roofline is None and setup.measured is not None:
+            roofline = {**setup.measured, "measured": True}
+            margin = plausibility.MEASURED_FLOOR_MARGIN
         if roofline is None or result.time is None:
             return
         result.roofline = roofline
@@ -592,7 +622,7 @@ class _Grading:
         roofline["floor_s"] = floor
         roofline["sol_fraction"] = floor / median
         if self.enforce_floor:
-            plausibility.check_floor(_label(case), median, floor)
+            plausibility.check_floor(_label(setup.case), median, floor, margin)
 
     def _collect_profile(self, session: RunnerSession) -> None:
         """Nsight Compute's summary into each case, its report into the report's files; or,

@@ -8,8 +8,9 @@ Extra task.yml keys of our own, all optional:
       and used for our own first-mismatch listing;
   case_time_budget_s: seconds of timing per benchmark case (default 10);
   load_timeout: seconds for the submission's import, compilation included (default 120);
-  test_cases_timeout: seconds for the test cases once the submission has loaded (default
-      20): a hung kernel in test mode holds a worker this long, not the whole test_timeout;
+  test_cases_timeout: seconds for the test cases once the submission has loaded (default:
+      derived at validation from the reference's own time, derived_test_cases_timeout): a
+      hung kernel in test mode holds a worker this long, not the whole test_timeout;
   cpu_benchmarks: benchmark cases for CPU workers, where the GPU-sized ones would take
       minutes (default: the benchmarks);
   format: kernelbench  for problems made from a KernelBench module (grader/kernelbench.py),
@@ -21,6 +22,7 @@ Extra task.yml keys of our own, all optional:
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,7 +37,17 @@ from grader.requirements import Requirements
 REPO_ROOT = Path(__file__).resolve().parent.parent
 BUILTIN_DIR = REPO_ROOT / "problems"
 DEFAULT_LOAD_TIMEOUT_S = 120.0
-DEFAULT_TEST_CASES_TIMEOUT_S = 20.0
+# Test mode's short limit where task.yml sets no test_cases_timeout: TEST_CASES_MULTIPLE
+# times the reference's own test cases, as validation grades it in test mode on the device
+# type, at least TEST_CASES_FLOOR_S, at most the problem's test_timeout
+# (derived_test_cases_timeout). The floor is the fixed limit every problem had before: a
+# hung kernel on a problem whose test cases take seconds (every built-in one) frees its
+# worker as fast as it did. The multiple leaves room for a correct submission several times
+# slower than the reference (a first try, an unfused kernel, a device shared with other
+# gradings), while a hung one still frees its worker long before test_timeout unless the
+# reference itself needs that long.
+TEST_CASES_FLOOR_S = 20.0
+TEST_CASES_MULTIPLE = 10.0
 SUBMISSION_MARK = "@SUBMISSION@"
 # GPU MODE's own harness: we use ours, so it is neither required nor shipped to the runner.
 SKIPPED_FILES = frozenset({"eval.py"})
@@ -52,6 +64,9 @@ class Problem:
     name: str
     files: dict[str, str]
     spec: dict[str, Any]
+    # Test mode's short limit that validation derived for the device type it is graded on
+    # (the server keeps it with the problem's version); task.yml's test_cases_timeout wins.
+    validated_test_cases_timeout: float | None = None
 
     @property
     def description(self) -> str:
@@ -92,8 +107,22 @@ class Problem:
         return float(self.spec.get("load_timeout", DEFAULT_LOAD_TIMEOUT_S))
 
     @property
+    def declared_test_cases_timeout(self) -> float | None:
+        """task.yml's test_cases_timeout, where the organizer set one."""
+        declared = self.spec.get("test_cases_timeout")
+        return None if declared is None else float(declared)
+
+    @property
     def test_cases_timeout(self) -> float:
-        return float(self.spec.get("test_cases_timeout", DEFAULT_TEST_CASES_TIMEOUT_S))
+        """Seconds test mode's cases may take once the submission has loaded: task.yml's
+        test_cases_timeout, else the limit validation derived on this device type, else
+        the floor (a problem never validated here: the built-in ones)."""
+        declared = self.declared_test_cases_timeout
+        if declared is not None:
+            return declared
+        if self.validated_test_cases_timeout is not None:
+            return self.validated_test_cases_timeout
+        return TEST_CASES_FLOOR_S
 
     def timeout_for(self, mode: str) -> float:
         """Wall-clock limit of a whole grading in this mode, compilation included."""
@@ -141,12 +170,23 @@ class Problem:
     def submission_template(self) -> str:
         return self.files.get("submission.py", "")
 
+    @property
+    def declares_roofline(self) -> bool:
+        return isinstance(self.spec.get("roofline"), dict)
+
     def roofline(self, case: dict[str, Any]) -> dict[str, float] | None:
         """Bytes moved and flops of one case, from the `roofline` expressions."""
         exprs = self.spec.get("roofline")
         if not isinstance(exprs, dict):
             return None
         return {str(k): eval_arithmetic(str(v), case) for k, v in exprs.items()}
+
+
+def derived_test_cases_timeout(reference_cases_s: float, test_timeout: float) -> float:
+    """Test mode's short limit from the seconds the reference's own test cases took, graded
+    in test mode on the device type (whole seconds)."""
+    derived = math.ceil(TEST_CASES_MULTIPLE * reference_cases_s)
+    return min(test_timeout, max(TEST_CASES_FLOOR_S, float(derived)))
 
 
 def load_problem(ref: str | Path) -> Problem:

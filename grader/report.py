@@ -93,6 +93,9 @@ class Report:
     stdout: str = ""
     stderr: str = ""
     wall_s: float = 0.0
+    # Seconds its cases took once the submission had loaded: what test mode's short limit
+    # (Problem.test_cases_timeout) bounds; 0 where the submission never loaded.
+    cases_wall_s: float = 0.0
     # Where the grading's time went, in seconds per phase (see PhaseClock).
     phases: dict[str, float] = field(default_factory=dict)
     # Files the grading hands its author beside the report, by name (profile mode's Nsight

@@ -6,6 +6,7 @@ its name promises."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 import tempfile
 import time
@@ -25,8 +26,13 @@ from grader.devicemap import harness_device_map
 from grader.expected import CUDA_ONLY, device_env, import_reference
 from grader.harness import Standby, grade
 from grader.inputs import clone_data, devices_of, iter_tensors, seeded_case
-from grader.problem import DEFAULT_TEST_CASES_TIMEOUT_S, Problem
-from grader.report import tail
+from grader.problem import (
+    TEST_CASES_FLOOR_S,
+    TEST_CASES_MULTIPLE,
+    Problem,
+    derived_test_cases_timeout,
+)
+from grader.report import Report, tail
 from grader.requirements import language_shortfall, shortfall
 from grader.runner import NEEDS_GPU
 
@@ -39,14 +45,19 @@ CPU_SIZED_HINT = (
     "on the CPU, cases sized for GPUs can take minutes: give CPU workers smaller benchmark "
     "cases (task.yml's cpu_benchmarks), or offer the problem on GPUs only"
 )
-# A test-mode grading's short limit (task.yml's test_cases_timeout), which bounds a hung
-# kernel: a reference whose own test cases need longer on this worker cannot pass it.
+# A test-mode grading's short limit, which bounds a hung kernel: task.yml's
+# test_cases_timeout, else derived here from the reference's own test cases.
 TEST_CASES_LIMIT = "the test cases exceeded their time limit"
 TEST_CASES_HINT = (
-    "test mode's cases must finish within task.yml's test_cases_timeout (default "
-    f"{DEFAULT_TEST_CASES_TIMEOUT_S:g} s, a bound on a hung kernel); where the problem's own "
-    "test cases need longer on this device, raise it"
+    "test mode's cases must finish within its short limit, a bound on a hung kernel: "
+    f"{TEST_CASES_MULTIPLE:g} × the reference's own test cases on this device type (at least "
+    f"{TEST_CASES_FLOOR_S:g} s, at most test_timeout), or task.yml's test_cases_timeout where "
+    "it sets one; where correct code needs longer on this device, set test_cases_timeout, "
+    "or raise it"
 )
+# Where a report's test-mode limit came from.
+FROM_TASK = "task.yml"
+FROM_REFERENCE = "reference"
 SOLUTIONS_DIR = "solutions"
 MAX_SOLUTIONS = 50
 MAX_SOLUTION_BYTES = 1_000_000
@@ -79,11 +90,32 @@ class ValidationReport:
     message: str = ""
     checks: list[Check] = field(default_factory=list)
     wall_s: float = 0.0
+    # Test mode's short limit on this device type, in seconds, under which the example
+    # solutions were graded and which the server keeps with the problem's version: task.yml's
+    # test_cases_timeout where it sets one (from "task.yml"), else derived from the seconds
+    # the reference's own test cases took, graded in test mode here (from "reference",
+    # grader.problem.derived_test_cases_timeout). None where the reference did not pass test mode.
+    test_cases_timeout_s: float | None = None
+    test_cases_timeout_from: str = ""
+    reference_test_cases_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["checks"] = [asdict(check) for check in self.checks]
         return out
+
+    def test_cases_limit_text(self) -> str:
+        """The limit in a sentence for the organizer, or '' where there is none."""
+        limit = self.test_cases_timeout_s
+        if limit is None:
+            return ""
+        if self.test_cases_timeout_from == FROM_TASK:
+            return f"test mode's cases may take {limit:g} s (task.yml's test_cases_timeout)"
+        return (
+            f"test mode's cases may take {limit:g} s on {self.device_type} "
+            f"({TEST_CASES_MULTIPLE:g} × the reference's own {self.reference_test_cases_s:.2f} s, "
+            f"at least {TEST_CASES_FLOOR_S:g} s, at most test_timeout)"
+        )
 
 
 def example_solutions(folder: Path) -> dict[str, str]:
@@ -170,6 +202,23 @@ def validate(
             **extra,
         )
 
+    reference_graded: dict[str, Report] = {}
+
+    def grade_reference(mode: str) -> Report:
+        # Unless task.yml sets it, test mode's short limit is what this grading measures:
+        # the reference's test cases get the whole grading's limit.
+        spec = quick
+        if mode == "test" and problem.declared_test_cases_timeout is None:
+            spec = replace(quick, validated_test_cases_timeout=math.inf)
+        reference_graded[mode] = graded(
+            spec,
+            reference_submission(problem),
+            mode,
+            peaks=peaks,
+            screen=False,  # the organizer's own code, not a competitor's
+        )
+        return reference_graded[mode]
+
     for mode in MODES:
         name = f"reference graded in {mode} mode"
         if report.checks[0].outcome != "ok":
@@ -179,19 +228,9 @@ def validate(
             continue
         step(name)
         report.checks.append(
-            graded_check(
-                name,
-                "reference",
-                "pass",
-                lambda mode=mode: graded(
-                    quick,
-                    reference_submission(problem),
-                    mode,
-                    peaks=peaks,
-                    screen=False,  # the organizer's own code, not a competitor's
-                ),
-            )
+            graded_check(name, "reference", "pass", lambda mode=mode: grade_reference(mode))
         )
+    limited = with_test_cases_limit(problem, report, reference_graded.get("test"))
     # Solutions are graded in test mode (those named wrong in benchmark mode too, where they
     # pass the tests): only a reference that fails there dooms them.
     reference_ok = all(check.outcome == "ok" for check in report.checks[:2])
@@ -209,13 +248,32 @@ def validate(
             step(path)
 
             def solution(mode: str, code: str = code) -> Any:
-                return graded(problem if mode == "test" else quick, code, mode)
+                return graded(limited if mode == "test" else quick, code, mode)
 
             run = (lambda: solution("test")) if expected == "pass" else wrong_solution_run(solution)
             report.checks.append(graded_check(path, "solution", expected, run))
     conclude(report)
     report.wall_s = time.monotonic() - started
     return report
+
+
+def with_test_cases_limit(
+    problem: Problem, report: ValidationReport, reference: Report | None
+) -> Problem:
+    """The problem as test mode grades it on this device type, and the report saying with
+    what short limit: task.yml's test_cases_timeout, else one derived from `reference` (the
+    reference's grading in test mode) where it passed."""
+    if reference is not None and reference.status == "passed":
+        report.reference_test_cases_s = reference.cases_wall_s
+    declared = problem.declared_test_cases_timeout
+    if declared is not None:
+        report.test_cases_timeout_s, report.test_cases_timeout_from = declared, FROM_TASK
+        return problem
+    if report.reference_test_cases_s is None:
+        return problem
+    limit = derived_test_cases_timeout(report.reference_test_cases_s, problem.test_timeout)
+    report.test_cases_timeout_s, report.test_cases_timeout_from = limit, FROM_REFERENCE
+    return replace(problem, validated_test_cases_timeout=limit)
 
 
 def wrong_solution_run(graded: Callable[[str], Any]) -> Callable[[], Any]:
@@ -301,6 +359,8 @@ def conclude(report: ValidationReport) -> None:
         report.message = f"all {ran} checks passed on {report.device_type}" + (
             f" ({len(skipped)} skipped)" if skipped else ""
         )
+        if limit := report.test_cases_limit_text():
+            report.message += f"; {limit}"
 
 
 # -- the reference, run in this (trusted) process -----------------------------------------

@@ -167,6 +167,11 @@ class Problem(Base):
     # added are validated: {"gpu_types": [...], "added": [...]}. `gpu_types` changes to it
     # when the round ends, keeping of the added ones only those that passed; None otherwise.
     gpu_types_pending: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # Test mode's short limit for this version, in seconds by device type, as that type's
+    # validation derived it from the reference's own test cases ({"cpu": 20.0}); a device
+    # type without one (never validated, as the built-in problems) gets task.yml's
+    # test_cases_timeout or the floor (grader/problem.py). None until a validation passes.
+    test_cases_timeouts: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from grader.problem import TEST_CASES_FLOOR_S, TEST_CASES_MULTIPLE
+
 
 class ProblemSummary(BaseModel):
     name: str
@@ -54,7 +56,15 @@ class DeviceValidation(BaseModel):
     report: dict[str, Any] | None = Field(
         description="the worker's report: status, message and checks, each with name, kind "
         "('reference' or 'solution'), expected ('pass' or 'fail'), outcome ('ok', 'problem' "
-        "or 'skipped'), status (the grading's verdict) and message"
+        "or 'skipped'), status (the grading's verdict) and message; test_cases_timeout_s, "
+        "test_cases_timeout_from and reference_test_cases_s"
+    )
+    test_cases_timeout_s: float | None = Field(
+        default=None,
+        description="test mode's short limit on this device type, in seconds: task.yml's "
+        f"test_cases_timeout, else {TEST_CASES_MULTIPLE:g} times the reference's own test "
+        f"cases graded here (at least {TEST_CASES_FLOOR_S:g} s, at most test_timeout); null "
+        "where the reference did not pass test mode",
     )
 
 

@@ -86,6 +86,8 @@ def upsert_problem(
         problem.files_sha256 = digest
         problem.gpu_types = gpu_types
         problem.version += 1
+        # Test mode's limits were derived from the old version's reference.
+        problem.test_cases_timeouts = None
         # A new version gets a new secret seed: ranked inputs never carry over.
         problem.secret_seed = secrets.randbits(62)
         problem.updated_at = utcnow()

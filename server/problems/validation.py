@@ -112,6 +112,14 @@ def record(session: Session, validation_id: int, report: dict[str, Any], worker:
     row.report = report
     row.worker = worker
     row.finished_at = utcnow()
+    if (
+        problem is not None
+        and row.attempt == problem.validation_attempt
+        and row.status == ValidationStatus.PASSED
+    ):
+        versions.keep_test_cases_timeout(
+            problem, row.problem_version, row.gpu_type, report.get("test_cases_timeout_s")
+        )
     session.flush()
     if (
         problem is not None

@@ -5,6 +5,7 @@ its new version replaces it at once (server/problems/service.py upsert_problem).
 
 from __future__ import annotations
 
+import math
 import secrets
 from typing import Any
 
@@ -50,6 +51,7 @@ def stage(
         "solutions": dict(problem.solutions or {}) if solutions is None else solutions,
         "leaderboard": leaderboard,
         "status": VALIDATING,
+        "test_cases_timeouts": {},
     }
 
 
@@ -68,6 +70,7 @@ def staged(problem: Problem) -> Problem | None:
         gpu_types=list(candidate["gpu_types"]),
         solutions=dict(candidate["solutions"]),
         status=candidate["status"],
+        test_cases_timeouts=dict(candidate.get("test_cases_timeouts") or {}),
     )
 
 
@@ -98,6 +101,20 @@ def set_gpu_types(problem: Problem, gpu_types: list[str]) -> None:
         problem.candidate = {**problem.candidate, "gpu_types": list(gpu_types)}
 
 
+def keep_test_cases_timeout(problem: Problem, version: int, gpu_type: str, seconds: Any) -> None:
+    """Keep test mode's short limit that `gpu_type`'s validation derived for `version` (the
+    staged one or the live one) with that version; columns are assigned whole, since the
+    JSON columns do not track edits."""
+    if not isinstance(seconds, int | float) or not math.isfinite(seconds) or seconds <= 0:
+        return
+    candidate = problem.candidate
+    if candidate is not None and int(candidate["version"]) == version:
+        kept = {**(candidate.get("test_cases_timeouts") or {}), gpu_type: float(seconds)}
+        problem.candidate = {**candidate, "test_cases_timeouts": kept}
+    elif problem.version == version:
+        problem.test_cases_timeouts = {**(problem.test_cases_timeouts or {}), gpu_type: float(seconds)}
+
+
 def promote(problem: Problem) -> None:
     """The staged version, validated, replaces the live one: competitors see and submit to
     it from now on, with a new secret seed (ranked inputs never carry over)."""
@@ -109,6 +126,7 @@ def promote(problem: Problem) -> None:
     problem.gpu_types = list(candidate["gpu_types"])
     problem.solutions = dict(candidate["solutions"])
     problem.version = int(candidate["version"])
+    problem.test_cases_timeouts = dict(candidate.get("test_cases_timeouts") or {})
     problem.secret_seed = secrets.randbits(62)
     problem.updated_at = utcnow()
     if candidate["leaderboard"] == ARCHIVE:

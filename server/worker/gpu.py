@@ -14,6 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -97,6 +98,9 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
 
     def work(worker: context.GpuWorker) -> Report:
         problem = problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
+        validated = payload.get("test_cases_timeout_s")
+        if validated is not None:
+            problem = replace(problem, validated_test_cases_timeout=float(validated))
         graded = grade_submission(
             problem,
             payload["code"],

@@ -55,6 +55,8 @@ def grading_payload(submission: Submission, settings: Settings) -> dict[str, Any
         "mode": submission.mode,
         "secret_seed": problem.secret_seed if submission.mode == Mode.LEADERBOARD else None,
         "timeout_s": min(limit, settings.grading_timeout_s),
+        # Test mode's short limit as the device type's validation derived it, if it did.
+        "test_cases_timeout_s": (problem.test_cases_timeouts or {}).get(submission.gpu_type),
     }
 
 

@@ -5,12 +5,15 @@ the worker lacks, or depends on its own evaluator."""
 
 from __future__ import annotations
 
+import math
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
+from grader import problem as problem_module
 from grader.device import DeviceInfo
 from grader.harness import grade
 from grader.problem import Problem, ProblemError, load_problem
@@ -241,6 +244,59 @@ def test_a_reference_slower_than_the_test_cases_limit_is_told_to_raise_it(
     assert check["status"] == "timeout"
     assert "the test cases exceeded their time limit of 1 s" in check["message"]
     assert "raise it" in check["message"] and "test_cases_timeout" in check["message"]
+    # The organizer's test_cases_timeout wins over any derived limit.
+    assert (report["test_cases_timeout_s"], report["test_cases_timeout_from"]) == (1, "task.yml")
+    assert report["reference_test_cases_s"] is None
+
+
+# linalg/qr_py's shape on a CPU: the reference and its own template take longer on the test
+# cases than test mode's fixed limit allowed.
+SLOW_S = 0.5
+SLOW_QR_REFERENCE = QR_REFERENCE.replace(
+    "def ref_kernel(data):\n", f"def ref_kernel(data):\n    __import__('time').sleep({SLOW_S})\n"
+)
+SLOW_QR_TEMPLATE = QR_TEMPLATE.replace(
+    "def custom_kernel(data):\n",
+    f"def custom_kernel(data):\n    __import__('time').sleep({SLOW_S})\n",
+)
+
+
+def test_test_modes_limit_comes_from_the_reference_s_own_time_where_task_yml_sets_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A problem as published (no key of ours) whose test cases outlast the floor (1 s here,
+    for 20 s): validation grades the reference in test mode, derives the limit from its
+    time, says it, and grades the template under it, which passes; a worker given that
+    limit grades it so."""
+    monkeypatch.setattr(problem_module, "TEST_CASES_FLOOR_S", 1.0)
+    folder = write_problem(
+        tmp_path,
+        "qr_py",
+        SLOW_QR_REFERENCE,
+        tests='  - {"batch": 3, "n": 16, "seed": 53124}\n  - {"batch": 2, "n": 33, "seed": 1}',
+        benchmarks='  - {"batch": 4, "n": 32, "seed": 43214}',
+        template=SLOW_QR_TEMPLATE,
+    )
+    problem = load_problem(folder)
+    assert problem.declared_test_cases_timeout is None
+    before = grade(problem, SLOW_QR_TEMPLATE)
+    assert before.status == "timeout"
+    assert "the test cases exceeded their time limit of 1 s" in before.message
+
+    report = validate(problem, {"submission.py": SLOW_QR_TEMPLATE}, device="cpu")
+    assert report.status == "passed", report.message
+    assert statuses(report.to_dict())["submission.py"] == ("ok", "passed")
+    # Two test cases, each running the reference in the harness and the template (here as
+    # slow) in the sandbox.
+    reference_s = report.reference_test_cases_s
+    assert reference_s is not None and reference_s >= 2 * SLOW_S
+    limit = math.ceil(problem_module.TEST_CASES_MULTIPLE * reference_s)
+    assert (report.test_cases_timeout_s, report.test_cases_timeout_from) == (limit, "reference")
+    assert f"test mode's cases may take {limit:g} s on cpu" in report.message
+
+    after = grade(replace(problem, validated_test_cases_timeout=report.test_cases_timeout_s),
+                  SLOW_QR_TEMPLATE)  # fmt: skip
+    assert after.status == "passed", after.message
 
 
 def test_the_input_the_reference_reads_still_may_not_be_written(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from grader.harness import grade
-from grader.problem import Problem
+from grader.problem import TEST_CASES_FLOOR_S, Problem
 
 CORRECT_CALL = """
 def custom_kernel(data):
@@ -72,6 +72,19 @@ def test_infinite_loop_times_out_within_the_limit(vectoradd: Problem) -> None:
     assert report.status == "timeout"
     assert "time limit of 4 s" in report.message
     assert time.monotonic() - started < 4 + 5
+
+
+def test_a_hung_kernel_in_test_mode_frees_the_worker_after_the_floor(vectoradd: Problem) -> None:
+    """A built-in problem is live without a validation round, and a validated one gets the
+    floor too (tests/grader/test_validate.py): a kernel that never returns ends in timeout
+    once the test cases have run 20 s, not after the 180 s test_timeout allows."""
+    code = "import time\ndef custom_kernel(data):\n    time.sleep(10**9)\n"
+    started = time.monotonic()
+    report = grade(vectoradd, code)  # no timeout_s: the problem's own limits, as on a worker
+    assert report.status == "timeout"
+    limit = f"the test cases exceeded their time limit of {TEST_CASES_FLOOR_S:g} s"
+    assert report.message.startswith(limit), report.message
+    assert TEST_CASES_FLOOR_S <= time.monotonic() - started < TEST_CASES_FLOOR_S + 15
 
 
 def test_loop_at_import_times_out(vectoradd: Problem) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -9,9 +10,11 @@ import pytest
 
 from grader.harness import grade
 from grader.problem import (
+    TEST_CASES_FLOOR_S,
     Problem,
     ProblemError,
     builtin_problems,
+    derived_test_cases_timeout,
     eval_arithmetic,
     load_problem,
     problem_from_files,
@@ -143,6 +146,25 @@ def test_roofline_expressions_allow_only_arithmetic() -> None:
     for hostile in ("__import__('os').system('true')", "size.bit_length()", "open", "2 ** 999"):
         with pytest.raises(ProblemError):
             eval_arithmetic(hostile, {"size": 4})
+
+
+def test_test_modes_limit_is_task_yml_s_else_the_validated_one_else_the_floor(
+    vectoradd: Problem,
+) -> None:
+    """Built-in problems set no test_cases_timeout and go live without validation: a hung
+    kernel on one frees its worker after the floor, 20 s, as before the limit was derived."""
+    for problem in builtin_problems():
+        assert problem.declared_test_cases_timeout is None, problem.name
+        assert problem.test_cases_timeout == TEST_CASES_FLOOR_S == 20, problem.name
+    validated = dataclasses.replace(vectoradd, validated_test_cases_timeout=37.0)
+    assert validated.test_cases_timeout == 37
+    declared = dataclasses.replace(validated, spec={**vectoradd.spec, "test_cases_timeout": 5})
+    assert declared.declared_test_cases_timeout == declared.test_cases_timeout == 5
+    # Ten times the reference's own test cases, in whole seconds, at least 20 s, at most
+    # the problem's test_timeout.
+    assert derived_test_cases_timeout(0.3, 180) == 20
+    assert derived_test_cases_timeout(2.01, 180) == 21
+    assert derived_test_cases_timeout(60, 240) == 240
 
 
 def test_problem_is_frozen(vectoradd: Problem) -> None:

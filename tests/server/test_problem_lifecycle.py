@@ -36,18 +36,17 @@ def custom_kernel(data):
 """
 
 
-def record_round(name: str, status: str = "passed") -> list[bool]:
-    """Each device's report of the current round, as the results step records it."""
+def record_round(
+    name: str, status: str = "passed", report: dict[str, Any] | None = None
+) -> list[bool]:
+    """Each device's report of the current round (`report`, else one of this status), as the
+    results step records it."""
+    report = report or {"status": status, "message": f"{status} by the test", "checks": []}
     with session_scope() as session:
         problem = repository.get_problem(session, name)
         assert problem is not None
         return [
-            validation.record(
-                session,
-                row.id,
-                {"status": status, "message": f"{status} by the test", "checks": []},
-                "test-worker",
-            )
+            validation.record(session, row.id, report, "test-worker")
             for row in validation.current_round(session, problem)
         ]
 
