@@ -53,9 +53,6 @@ class Settings(BaseSettings):
     sandbox_memory_gib: float = Field(
         default=8.0, gt=0, description="host memory a submission's sandbox may use"
     )
-    secret_seed: int | None = Field(
-        default=None, description="mixed into leaderboard-mode case seeds; default: per problem"
-    )
     environment: Literal["development", "production"] = "development"
     secret_key: str = Field(
         default="",
