@@ -207,6 +207,12 @@ def serve(
 
     settings = get_settings()
     prepare_database()
+    if not settings.gpu_types:
+        # This host's device type, found once before serving (a process that imports torch,
+        # seconds): the API processes get it as KJ_GPU_TYPES, so no request waits for a probe.
+        os.environ["KJ_GPU_TYPES"] = local_device()[1]
+        get_settings.cache_clear()
+        settings = get_settings()
     command = [sys.executable, "-m", "server.cli", "worker"]
     children = [start_child([*command, "--queues", RESULTS_QUEUE])]
     if settings.broker_is_embedded:

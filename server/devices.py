@@ -6,19 +6,33 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from functools import lru_cache
+import threading
 from typing import Any
 
 PROBE = "from grader.device import detect_device; d = detect_device(); print(d.kind, d.device_type)"
 
 
-@lru_cache
+_found: tuple[str, str] | None = None
+# One probe at a time: the callers that come while it runs wait for its answer instead of
+# each starting a process that imports torch (sixteen at once held a 2-core API for tens of
+# seconds).
+_probing = threading.Lock()
+
+
 def local_device() -> tuple[str, str]:
-    """(device kind, device type), e.g. ("cuda", "h200") or ("cpu", "cpu")."""
-    output = subprocess.run(
-        [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120
-    ).stdout.split()
-    return output[-2], output[-1]
+    """(device kind, device type), e.g. ("cuda", "h200") or ("cpu", "cpu"), probed once."""
+    global _found
+    with _probing:
+        if _found is None:
+            output = subprocess.run(
+                [sys.executable, "-c", PROBE],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=120,
+            ).stdout.split()
+            _found = (output[-2], output[-1])
+        return _found
 
 
 def calibrate_local_device() -> dict[str, Any]:
