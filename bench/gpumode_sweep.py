@@ -120,8 +120,8 @@ def validate_one(
         limit = int(memory_gib * (1 << 30))
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     sys.path.insert(0, str(REPO))
-    from grader.problem import ProblemError, load_problem
-    from grader.validate import example_solutions, validate
+    from grader.problem import ProblemError, example_solutions, load_problem
+    from grader.validate import validate
 
     started = time.monotonic()
     try:

@@ -6,8 +6,6 @@ import platform
 import re
 from dataclasses import dataclass
 
-import torch
-
 _VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro"}
 _SERIES_WORDS = {"rtx", "gtx"}
 
@@ -33,6 +31,8 @@ def device_type_from_name(name: str) -> str:
 
 def detect_device(requested: str | None = None) -> DeviceInfo:
     """`requested` is None (CUDA if available, else CPU), "cpu" or "cuda"."""
+    import torch  # here, not at import: the API names device types without torch
+
     if requested not in (None, "cpu", "cuda"):
         raise ValueError(f"unknown device {requested!r}: use 'cpu' or 'cuda'")
     if requested == "cuda" and not torch.cuda.is_available():

@@ -49,6 +49,11 @@ DEFAULT_LOAD_TIMEOUT_S = 120.0
 TEST_CASES_FLOOR_S = 20.0
 TEST_CASES_MULTIPLE = 10.0
 SUBMISSION_MARK = "@SUBMISSION@"
+# A problem folder's example solutions (example_solutions): every .py under it, at most this
+# many, each at most this large.
+SOLUTIONS_DIR = "solutions"
+MAX_SOLUTIONS = 50
+MAX_SOLUTION_BYTES = 1_000_000
 # GPU MODE's own harness: we use ours, so it is neither required nor shipped to the runner.
 SKIPPED_FILES = frozenset({"eval.py"})
 MAX_EVALUATOR_CHARS = 1_000_000  # read only to say why a problem depending on it is refused
@@ -354,3 +359,20 @@ def eval_arithmetic(expr: str, names: dict[str, Any]) -> float:
         raise ProblemError(f"roofline expression {expr!r}: only arithmetic is allowed")
 
     return walk(tree)
+
+
+def example_solutions(folder: Path) -> dict[str, str]:
+    """The example solutions shipped with a problem folder: every .py file under
+    ``solutions/`` (GPU MODE's ``solutions/correct`` and ``solutions/wrong`` included), by
+    path relative to the folder."""
+    root = folder / SOLUTIONS_DIR
+    if not root.is_dir():
+        return {}
+    found: dict[str, str] = {}
+    for path in sorted(root.rglob("*.py")):
+        if not path.is_file() or path.stat().st_size > MAX_SOLUTION_BYTES:
+            continue
+        found[path.relative_to(folder).as_posix()] = path.read_text(errors="replace")
+        if len(found) >= MAX_SOLUTIONS:
+            break
+    return found

@@ -19,8 +19,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import torch
-
 from grader.device import DeviceInfo
 
 REQUIRES_KEY = "requires"
@@ -131,6 +129,8 @@ def device_shortfall(requirements: Requirements, info: DeviceInfo) -> Shortfall 
             f"this worker {here}",
         )
     if info.kind == "cuda" and requirements.compute_capability is not None:
+        import torch  # only where a device is checked: the API lists problems without it
+
         have = torch.cuda.get_device_capability()
         if tuple(have) < requirements.compute_capability:
             return Shortfall(

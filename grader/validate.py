@@ -58,9 +58,6 @@ TEST_CASES_HINT = (
 # Where a report's test-mode limit came from.
 FROM_TASK = "task.yml"
 FROM_REFERENCE = "reference"
-SOLUTIONS_DIR = "solutions"
-MAX_SOLUTIONS = 50
-MAX_SOLUTION_BYTES = 1_000_000
 TRACE_LINES = 8
 
 
@@ -116,23 +113,6 @@ class ValidationReport:
             f"({TEST_CASES_MULTIPLE:g} × the reference's own {self.reference_test_cases_s:.2f} s, "
             f"at least {TEST_CASES_FLOOR_S:g} s, at most test_timeout)"
         )
-
-
-def example_solutions(folder: Path) -> dict[str, str]:
-    """The example solutions shipped with a problem folder: every .py file under
-    ``solutions/`` (GPU MODE's ``solutions/correct`` and ``solutions/wrong`` included), by
-    path relative to the folder."""
-    root = folder / SOLUTIONS_DIR
-    if not root.is_dir():
-        return {}
-    found: dict[str, str] = {}
-    for path in sorted(root.rglob("*.py")):
-        if not path.is_file() or path.stat().st_size > MAX_SOLUTION_BYTES:
-            continue
-        found[path.relative_to(folder).as_posix()] = path.read_text(errors="replace")
-        if len(found) >= MAX_SOLUTIONS:
-            break
-    return found
 
 
 def expected_to_fail(path: str) -> bool:

@@ -16,9 +16,9 @@ import torch
 from grader import problem as problem_module
 from grader.device import DeviceInfo
 from grader.harness import grade
-from grader.problem import Problem, ProblemError, load_problem
+from grader.problem import Problem, ProblemError, example_solutions, load_problem
 from grader.requirements import Requirements, device_shortfall
-from grader.validate import example_solutions, validate
+from grader.validate import validate
 
 # GPU MODE's layout: a shared utils.py and eval.py one folder up, named in task.yml.
 TASK = """\

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.problem import BUILTIN_DIR, load_problem
-from grader.validate import example_solutions, expected_to_fail, needs_cuda, validate
+from grader.problem import BUILTIN_DIR, example_solutions, load_problem
+from grader.validate import expected_to_fail, needs_cuda, validate
 
 
 def test_solutions_are_found_in_both_layouts(tmp_path: Path) -> None:
