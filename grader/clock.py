@@ -341,7 +341,7 @@ class Windows:
         queued: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = []
 
         def open_windows() -> None:
-            queued.append(self.gate.enqueue(count, land, keep)[1])
+            queued.append(self.gate.enqueue(count, land, keep))
 
         request = {"op": "windows", "slab": staged.slab_id, "seq": seq, "count": count}
         try:

@@ -192,11 +192,11 @@ class Gate:
         count: int,
         before: Callable[[int], None] | None = None,
         after: Callable[[], None] | None = None,
-    ) -> tuple[int, list[tuple[torch.cuda.Event, torch.cuda.Event]]]:
-        """`count` windows on the harness's stream, after the work this process has queued
+    ) -> list[tuple[torch.cuda.Event, torch.cuda.Event]]:
+        """`count` windows on the harness's stream, numbered from `next_seq` (which the
+        runner is asked for first, grader/runner.py), after the work this process has queued
         so far: before window i, `before(i)` (a set's inputs copied in), then L2 flushed;
-        after the last, `after()`. Returns the first window's sequence number and each
-        window's events; the runner is asked for the same windows (grader/runner.py)."""
+        after the last, `after()`. Returns each window's events."""
         if self.broken:
             raise SharedMemoryError("the gate was forced open after a failed window")
         seq = self.next_seq
@@ -217,7 +217,7 @@ class Gate:
                 end.record()
             if after is not None:
                 after()
-        return seq, marks
+        return marks
 
     def finish(
         self, marks: list[tuple[torch.cuda.Event, torch.cuda.Event]], deadline: float

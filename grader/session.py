@@ -264,7 +264,7 @@ class RunnerSession:
             seq = opened.next_seq
             self._send({"op": "windows", "seq": seq, "count": CALIBRATION_WINDOWS,
                         "trusted_bytes": TRUSTED_BYTES})  # fmt: skip
-            _, marks = opened.enqueue(CALIBRATION_WINDOWS)
+            marks = opened.enqueue(CALIBRATION_WINDOWS)
             self._receive()
             measured = opened.finish(marks, time.monotonic() + 5.0)
             if measured is None:
