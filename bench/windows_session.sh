@@ -4,8 +4,10 @@
 # them, then bench/gated_clock_probe.py's windows (a runner that keeps its context busy on a
 # side stream beside an honest one); KJ_GPU_CLOCK=windows unless set. Run from the
 # repository root on a GPU host with the Debian bubblewrap package in .whl/; results under
-# $OUT (default /tmp/kj-windows), at most eight files.
-#   [PROBE=0] bash bench/windows_session.sh [RUNS]
+# $OUT (default /tmp/kj-windows), at most eight files. STAGES picks among spread, hostile,
+# launch (a launch-bound module's gradings) and probe (default: spread hostile probe);
+# SPREAD_S bounds the spread (default 240 s).
+#   [STAGES="spread hostile probe"] [SPREAD_S=240] bash bench/windows_session.sh [RUNS]
 set -u
 OUT=${OUT:-/tmp/kj-windows}
 RUNS=${1:-3}
@@ -16,11 +18,23 @@ export TORCH_EXTENSIONS_DIR=/tmp/kj-ext KJ_GPU_CLOCK=${KJ_GPU_CLOCK:-windows}
 if mkdir -p /sys/fs/cgroup/kj 2>/dev/null; then export KJ_SANDBOX_CGROUP=/kj; fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 date -u +%FT%TZ | tee -a "$OUT/gpu.txt"
-timeout 240 python3 bench/ranked_clock.py spread --runs "$RUNS" > "$OUT/spread.jsonl" 2> "$OUT/spread.err"
-echo "spread: $?"
-timeout 180 python3 bench/ranked_clock.py hostile > "$OUT/hostile.jsonl" 2> "$OUT/hostile.err"
-echo "hostile: $?"
-[ "${PROBE:-1}" = 1 ] && timeout 100 python3 bench/gated_clock_probe.py --batches 3 --modes windows windows+spin \
+STAGES=${STAGES:-spread hostile probe}
+stage() { [[ " $STAGES " == *" $1 "* ]]; }
+if stage spread; then
+    timeout "${SPREAD_S:-240}" python3 bench/ranked_clock.py spread --runs "$RUNS" \
+        > "$OUT/spread.jsonl" 2> "$OUT/spread.err"
+    echo "spread: $?"
+fi
+if stage hostile; then
+    timeout 180 python3 bench/ranked_clock.py hostile > "$OUT/hostile.jsonl" 2> "$OUT/hostile.err"
+    echo "hostile: $?"
+fi
+if stage launch; then
+    timeout 200 python3 bench/ranked_clock.py launch-bound --runs "$RUNS" \
+        > "$OUT/launch.jsonl" 2> "$OUT/launch.err"
+    echo "launch-bound: $?"
+fi
+stage probe && timeout 100 python3 bench/gated_clock_probe.py --batches 3 --modes windows windows+spin \
     --problems vectoradd:pytorch rmsnorm:pytorch matmul:pytorch --out "$OUT/probe" \
     > "$OUT/probe.log" 2>&1
 echo "probe: $?"

@@ -7,6 +7,7 @@ with trusted code (`Overheads`)."""
 from __future__ import annotations
 
 import functools
+import math
 import random
 import time
 from dataclasses import dataclass
@@ -44,6 +45,12 @@ MAX_BATCHES_RUN = 8
 # and a runner's figure below it ranks at it (docs/benchmarks.md).
 RATIO = {"cuda": 2.5, "cpu": 5.0}
 SLACK_S = {"cuda": 10e-6, "cpu": 0.0}
+# On the CPU the harness's batches are the clock that ranks: the runner's median refines
+# their figure by no more than this fraction either way (a CPU call timed alone and one in a
+# batch differ by 0.5-1.5 times on a 2-core VM, the thread pool waking or staying awake, so
+# a median further off says nothing about the calls a batch timed). A median under the
+# figure over RATIO is also flagged: no honest call is that far under it.
+CPU_TOLERANCE = 0.05
 # How fast a CPU core brings over inputs another core wrote, at the least (one thread on a
 # 2-core VM moved 6 MiB between the harness and the runner in about 1.1 ms).
 CPU_COLD_BYTES_PER_S = 5e9
@@ -77,8 +84,10 @@ WINDOWS_MAX_BYTES = 24 << 30
 # asleep. A runner cannot use them for work on the counted calls: a set's inputs land only
 # just before its own window.
 WARM_WINDOWS = 4
-# Room in the arena beyond a round's outputs, for the calls' temporaries (a call needing more
-# gets it from the driver, and its output is then copied into its slot: grader/gate.py).
+# Room in the arena beyond a round's outputs, for the calls' temporaries: at least this, or
+# what the pilot call held from its arena at most (its output and temporaries). A call
+# needing more gets it from the driver, and an output made there is copied into its slot
+# inside its window (grader/gate.py): an honest call that would be timed slower.
 ARENA_SPARE_BYTES = 256 << 20
 # How long after the runner's reply its windows may still be running on the device.
 WINDOW_GRACE_S = 2.0
@@ -102,6 +111,16 @@ def ranked_floor(kind: str, fastest_s: float, warm_s: float = 0.0) -> float:
     what a batch's call pays that the runner's timed call did not because its inputs stayed
     warm in its caches (benchmark mode on the CPU times one input set over and over)."""
     return max(0.0, (fastest_s - warm_s) / RATIO[kind] - SLACK_S[kind])
+
+
+def ranked_bounds(kind: str, fastest_s: float, warm_s: float = 0.0) -> tuple[float, float]:
+    """The least and the most a call may rank at from host-clock batches: on the CPU the
+    fastest batch's per-call time (less `warm_s`) within CPU_TOLERANCE; on a GPU without
+    windows, no less than ranked_floor and no upper bound."""
+    if kind != "cpu":
+        return ranked_floor(kind, fastest_s, warm_s), math.inf
+    figure = max(0.0, fastest_s - warm_s)
+    return figure * (1 - CPU_TOLERANCE), figure * (1 + CPU_TOLERANCE)
 
 
 def window_floor(fastest_s: float) -> float:
@@ -250,7 +269,7 @@ class Windows:
     """One case's calls timed on a GPU by the harness's own events (grader/gate.py): each
     call on a fresh set, its inputs copied in just before its window, L2 flushed, the call
     alone between two events of the harness's stream. A round's figure is the mean of its
-    windows less what a window itself costs (`Overheads.window_s`, measured with the grader's
+    windows less what a window itself costs (`Overheads.window_call_s`, measured with the grader's
     own work): the mean, because work a runner moves from one call to another (started
     early on a side stream) still lies in some window, where a median would drop it.
     Outputs are read from copies the harness's stream makes right after the last window, so
@@ -272,6 +291,7 @@ class Windows:
         self.layout = layout
         self.tolerance = tolerance
         self.made = 0
+        self.spare = ARENA_SPARE_BYTES
         self._staged: _WindowSets | None = None
 
     def measure(self, budget_ends: float) -> Measured:
@@ -301,7 +321,7 @@ class Windows:
         self._staged = None  # its memory goes before the next is made
         slab_id, sets = self.session.stage("batch", self.layout, count)
         result_bytes = sum(aligned(p.nbytes) for p in self.layout.results)
-        arena = self.session.arena(count * result_bytes + ARENA_SPARE_BYTES)
+        arena = self.session.arena(count * result_bytes + self.spare)
         nbytes = count * self.layout.set_bytes
         self._staged = _WindowSets(
             count,
@@ -356,10 +376,16 @@ class Windows:
         outputs = reply.get("outputs")
         if not isinstance(outputs, list) or len(outputs) != count:
             raise Stop("error", "the runner answered its windows with the wrong outputs")
+        peak = reply.get("arena_peak")
+        if type(peak) is not int or peak < 0:
+            raise Stop("rejected", "the runner's reply to its windows gave no arena size")
+        # Only sizes the next arena (a runner claiming more than it used gets a bigger one,
+        # up to what a round's memory allows); never a time.
+        self.spare = max(self.spare, min(peak, window_memory()))
         seen = Sets(staged.seen, self.layout, count)
         _check_outputs(self, seen, pristine, outputs, staged.arena_seen)
         timed = windows[warm:]
-        return max(0.0, sum(timed) / counted - self.session.overheads.window_s)
+        return self.session.overheads.window_call_s(sum(timed) / counted)
 
 
 @dataclass

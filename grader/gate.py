@@ -82,6 +82,10 @@ class Arena:
         self.nbytes = slab.nbytes
         self.free: list[tuple[int, int]] = [(0, slab.nbytes)]
         self.outside: set[int] = set()  # segments the driver gave when the slab was full
+        # Bytes torch holds from this arena (slab and driver), and the most it held at once:
+        # the harness sizes the next arena from it (grader/clock.py).
+        self.held = 0
+        self.peak = 0
         driver = ctypes.CDLL("libcuda.so.1")
         self._mem_alloc: Any = driver.cuMemAlloc_v2
         self._mem_alloc.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_size_t]
@@ -110,14 +114,19 @@ class Arena:
     def _alloc(self, size: int, device: int, stream: Any) -> int:
         offset = take(self.free, size)
         if offset >= 0:
-            return self.base + offset
-        pointer = ctypes.c_ulonglong(0)
-        if self._mem_alloc(ctypes.byref(pointer), size) != 0:
-            return 0  # torch reports the device out of memory
-        self.outside.add(pointer.value)
-        return pointer.value
+            pointer = self.base + offset
+        else:
+            driver = ctypes.c_ulonglong(0)
+            if self._mem_alloc(ctypes.byref(driver), size) != 0:
+                return 0  # torch reports the device out of memory
+            pointer = driver.value
+            self.outside.add(pointer)
+        self.held += _rounded(size)
+        self.peak = max(self.peak, self.held)
+        return pointer
 
     def _release(self, pointer: int, size: int, device: int, stream: Any) -> None:
+        self.held -= _rounded(size)
         if pointer in self.outside:
             self.outside.discard(pointer)
             self._mem_free(pointer)

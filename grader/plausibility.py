@@ -39,5 +39,6 @@ def check_floor(
             "rejected",
             f"case {case_label}: a time of {median_s * 1e6:.3f} µs a call is under "
             f"{margin:g}× the physical floor of {floor_s * 1e6:.3f} µs (the case's "
-            "bytes and flops at this GPU's measured peaks); no kernel can be that fast",
+            "bytes, less what the GPU's L2 cache holds, and flops at this GPU's measured "
+            "peaks); no kernel can be that fast",
         )

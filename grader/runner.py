@@ -405,7 +405,9 @@ class Runner:
             def call(i: int) -> Any:
                 return leave(sets, i, plain_output(kernel(data(i))))
 
-            return {"ok": True, "outputs": self.windows.run(request, call)}
+            outputs = self.windows.run(request, call)
+            arena = self.windows.arena
+            return {"ok": True, "outputs": outputs, "arena_peak": arena.peak if arena else 0}
         raise SubmissionError(f"the runner does not know the request {op!r}")
 
     def _attach(self, request: dict[str, Any]) -> dict[str, Any]:

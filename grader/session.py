@@ -53,11 +53,12 @@ REQUEST_PHASES = {
 # Exchanges with the runner before its submission is loaded, to measure what a batch costs
 # beyond its calls (see Overheads).
 CALIBRATION_PINGS = 20
-# On a GPU, windows of the grader's own work (a copy of TRUSTED_BYTES) in the runner against
-# the same copy timed in this process alone: what a window costs beyond its call (the device
-# passing from one process's context to the other's and back). The first of each round's
-# windows are left out (the runner's context wakes), the rest averaged.
-TRUSTED_BYTES = 64 << 20
+# On a GPU, windows of the grader's own work (a copy of each of TRUSTED_BYTES) in the runner
+# against the same copy timed in this process alone: what a window costs beyond its call
+# (the device passing from one process's context to the other's and back), for a short call
+# and a long one. The first of each round's windows are left out (the runner's context
+# wakes), the rest averaged.
+TRUSTED_BYTES = (4 << 20, 64 << 20)
 CALIBRATION_ROUNDS = 3
 CALIBRATION_WINDOWS = 40
 CALIBRATION_SKIPPED = 5
@@ -76,6 +77,24 @@ class Overheads:
     round_trip_s: float = 0.0
     window_s: float = 0.0
     copy_bytes_per_s: float = math.inf
+    # (a trusted call's seconds alone, what its window cost beyond it), shortest call first.
+    window_points: tuple[tuple[float, float], ...] = ()
+
+    def window_call_s(self, mean_s: float) -> float:
+        """A call's seconds from the mean of its windows: less the cost calibrated for the
+        shorter trusted call up to its length, the longer one's from its length on, and in
+        between the cost drawn on a straight line between the two."""
+        if len(self.window_points) < 2:
+            return max(0.0, mean_s - self.window_s)
+        (short_s, short_cost), (long_s, long_cost) = self.window_points[0], self.window_points[-1]
+        call_s = mean_s - short_cost
+        if call_s <= short_s or long_s <= short_s:
+            return max(0.0, call_s)
+        slope = min(0.5, max(-0.5, (long_cost - short_cost) / (long_s - short_s)))
+        call_s = (mean_s - short_cost + slope * short_s) / (1 + slope)
+        if call_s >= long_s:
+            call_s = mean_s - long_cost
+        return max(0.0, call_s)
 
     def batch_s(self, input_bytes: int, copied_s: float = math.inf) -> float:
         """The seconds subtracted from a batch whose sets' inputs take `input_bytes`: the
@@ -233,20 +252,21 @@ class RunnerSession:
             return Overheads(round_trip)
         try:
             self._hand_over(self.gate.slab, {"op": "gate", "nbytes": self.gate.slab.nbytes})
-            window = self._window_cost(self.gate)
+            points = tuple(self._window_cost(self.gate, nbytes) for nbytes in TRUSTED_BYTES)
         except Stop as exc:
             if exc.status == "timeout":
                 raise
             self.gate.close()
             self.gate = None
             return Overheads(round_trip)
-        return Overheads(round_trip, window)
+        return Overheads(round_trip, points[-1][1], window_points=points)
 
-    def _window_cost(self, opened: gate.Gate) -> float:
-        """What a window costs beyond its call (see TRUSTED_BYTES)."""
+    def _window_cost(self, opened: gate.Gate, nbytes: int) -> tuple[float, float]:
+        """A trusted copy of `nbytes`: its seconds alone, and what a window costs beyond it
+        (see TRUSTED_BYTES)."""
         import torch
 
-        source = torch.ones(TRUSTED_BYTES, dtype=torch.uint8, device="cuda")
+        source = torch.ones(nbytes, dtype=torch.uint8, device="cuda")
         target = torch.empty_like(source)
         alone = []
         for _ in range(CALIBRATION_ALONE):
@@ -263,14 +283,15 @@ class RunnerSession:
             # of a submission's windows (grader/clock.py).
             seq = opened.next_seq
             self._send({"op": "windows", "seq": seq, "count": CALIBRATION_WINDOWS,
-                        "trusted_bytes": TRUSTED_BYTES})  # fmt: skip
+                        "trusted_bytes": nbytes})  # fmt: skip
             marks = opened.enqueue(CALIBRATION_WINDOWS)
             self._receive()
             measured = opened.finish(marks, time.monotonic() + 5.0)
             if measured is None:
                 raise Stop("error", "the runner did not open its calibration windows")
             windows += measured[CALIBRATION_SKIPPED:]
-        return max(0.0, sum(windows) / len(windows) - sorted(alone)[len(alone) // 2])
+        alone_s = sorted(alone)[len(alone) // 2]
+        return alone_s, max(0.0, sum(windows) / len(windows) - alone_s)
 
     # -- the channel ------------------------------------------------------------------------
 

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from grader.calibrate import DevicePeaks
 from grader.expected import ProblemSide
 from grader.harness import grade
@@ -153,8 +155,9 @@ def test_times_below_what_the_graders_clock_allows_rank_at_its_bound(
     vectoradd: Problem, with_cases: Callable[..., Problem]
 ) -> None:
     """A runner claiming a microsecond, or a tenth of its real time, for calls that take
-    2 ms: the grader's own clock over batches allows no less than a fifth of what they take
-    there, so the claims rank at that bound, flagged, with the claim kept as the runner's."""
+    2 ms: on the CPU the grader's own clock over batches ranks, the claims count no less
+    than 95% of its figure, flagged (they are under a fifth of it), with the claim kept as
+    the runner's."""
     problem = small(with_cases, vectoradd)
     screened = grade(problem, _claiming("1e-6"), mode="benchmark")
     assert screened.status == "rejected" and "grader" in screened.message
@@ -163,7 +166,7 @@ def test_times_below_what_the_graders_clock_allows_rank_at_its_bound(
                         ("leaderboard", "1e-6")):  # fmt: skip
         report = grade(problem, _claiming(claim), mode=mode, screen=False)
         assert report.status == "passed", report.message
-        assert report.score is not None and report.score >= 0.002 / 5
+        assert report.score is not None and report.score >= 0.002 * 0.95
         assert any("under what the grader's clock allows" in flag for flag in report.flags)
         for case in report.cases:
             assert case.time is not None and case.runner_time is not None
@@ -173,15 +176,20 @@ def test_times_below_what_the_graders_clock_allows_rank_at_its_bound(
             assert case.time["harness_per_call_s"] >= 0.002
 
 
-def test_honest_times_rank_as_the_runner_measured_them(
+def test_honest_times_rank_by_the_graders_clock_unflagged(
     vectoradd: Problem, with_cases: Callable[..., Problem]
 ) -> None:
+    """On the CPU the harness's batches rank: an honest runner's median stands where it is
+    within 5% of their figure, and otherwise counts as the nearer bound, with no flag."""
     report = grade(small(with_cases, vectoradd), ADD, mode="leaderboard")
     assert report.status == "passed" and not report.flags
     for case in report.cases:
-        assert case.time is not None and case.runner_time is None
-        assert case.time["ranked_by"] == "runner"
-        assert case.time["harness_floor_s"] <= case.time["median_s"]
+        assert case.time is not None
+        figure = case.time["harness_per_call_s"]
+        assert case.time["harness_floor_s"] == pytest.approx(figure * 0.95)
+        assert figure * 0.95 * 0.999 <= case.time["median_s"] <= figure * 1.05 * 1.001
+        moved = case.time["ranked_by"] == "grader"
+        assert (case.runner_time is not None) == moved
 
 
 def _reference_with_unused_buffer(tmp_path: Path) -> Problem:

@@ -284,6 +284,37 @@ def test_the_window_floor_allows_only_the_calibrations_uncertainty() -> None:
     assert window_floor(1e-6) == 0.0
 
 
+def test_a_windows_mean_loses_the_cost_calibrated_for_a_call_of_its_length() -> None:
+    """Two trusted calls (3 µs and 40 µs alone) cost 290 and 294 µs beyond themselves in a
+    window: a short call loses the first, a long one the second, one in between a cost on
+    the line between them; with one point (or none), the one cost."""
+    from grader.session import Overheads
+
+    overheads = Overheads(window_s=294e-6, window_points=((3e-6, 290e-6), (40e-6, 294e-6)))
+    assert overheads.window_call_s(292e-6) == pytest.approx(2e-6)
+    assert overheads.window_call_s(293e-6) == pytest.approx(3e-6)
+    assert overheads.window_call_s(334e-6) == pytest.approx(40e-6)
+    assert overheads.window_call_s(1294e-6) == pytest.approx(1000e-6)
+    middle = overheads.window_call_s(313.5e-6)  # a 21.5 µs call costs 292 µs
+    assert middle == pytest.approx(21.5e-6, rel=1e-6)
+    assert overheads.window_call_s(100e-6) == 0.0
+    assert Overheads(window_s=294e-6).window_call_s(300e-6) == pytest.approx(6e-6)
+
+
+def test_the_floor_check_leaves_out_what_the_l2_cache_can_hold() -> None:
+    """A kernel's writes may still sit in L2 when it ends: the floor a time is judged by
+    counts the case's bytes less the cache's size, and never less than half of them."""
+    from grader.calibrate import DevicePeaks
+
+    peaks = DevicePeaks(1e12, 1e15, "bf16", cache_bytes=50e6)
+    assert peaks.floor_s(150e6, 0) == pytest.approx(150e-6)
+    assert peaks.cached_floor_s(150e6, 0) == pytest.approx(100e-6)
+    assert peaks.cached_floor_s(60e6, 0) == pytest.approx(30e-6)
+    assert peaks.cached_floor_s(150e6, 1e12) == pytest.approx(1e-3)  # bound by its flops
+    assert DevicePeaks.from_dict({**peaks.to_dict()}) == peaks
+    assert DevicePeaks.from_dict({"copy_bytes_per_s": 1, "matmul_flops_per_s": 1}).cache_bytes == 0
+
+
 def test_the_arena_hands_out_first_fit_segments_and_merges_what_comes_back() -> None:
     from grader.gate import give_back, take
 
