@@ -2,11 +2,11 @@
 # One GPU command for the harness's windows (grader/gate.py, grader/clock.py): the honest
 # solutions' spread over fresh leaderboard gradings, the CUDA hostile timing cases beside
 # them, then bench/gated_clock_probe.py's windows (a runner that keeps its context busy on a
-# side stream beside an honest one); KJ_GPU_CLOCK=windows unless set. Run from the
-# repository root on a GPU host with the Debian bubblewrap package in .whl/; results under
+# side stream beside an honest one); KJ_GPU_CLOCK=windows unless set (the default). Run
+# from the repository root on a GPU host with the Debian bubblewrap package in .whl/; results under
 # $OUT (default /tmp/kj-windows), at most eight files. STAGES picks among spread, hostile,
 # launch (a launch-bound module's gradings) and probe (default: spread hostile probe);
-# SPREAD_S bounds the spread (default 240 s).
+# SPREAD_S bounds the spread (default 240 s), PROBLEMS names its problems.
 #   [STAGES="spread hostile probe"] [SPREAD_S=240] bash bench/windows_session.sh [RUNS]
 set -u
 OUT=${OUT:-/tmp/kj-windows}
@@ -22,6 +22,7 @@ STAGES=${STAGES:-spread hostile probe}
 stage() { [[ " $STAGES " == *" $1 "* ]]; }
 if stage spread; then
     timeout "${SPREAD_S:-240}" python3 bench/ranked_clock.py spread --runs "$RUNS" \
+        --problems ${PROBLEMS:-vectoradd rmsnorm matmul} \
         > "$OUT/spread.jsonl" 2> "$OUT/spread.err"
     echo "spread: $?"
 fi
@@ -30,12 +31,14 @@ if stage hostile; then
     echo "hostile: $?"
 fi
 if stage launch; then
-    timeout 200 python3 bench/ranked_clock.py launch-bound --runs "$RUNS" \
+    timeout "${LAUNCH_S:-200}" python3 bench/ranked_clock.py launch-bound --runs "$RUNS" \
         > "$OUT/launch.jsonl" 2> "$OUT/launch.err"
     echo "launch-bound: $?"
 fi
-stage probe && timeout 100 python3 bench/gated_clock_probe.py --batches 3 --modes windows windows+spin \
-    --problems vectoradd:pytorch rmsnorm:pytorch matmul:pytorch --out "$OUT/probe" \
-    > "$OUT/probe.log" 2>&1
-echo "probe: $?"
+if stage probe; then
+    timeout 100 python3 bench/gated_clock_probe.py --batches 3 --modes windows windows+spin \
+        --problems vectoradd:pytorch rmsnorm:pytorch matmul:pytorch --out "$OUT/probe" \
+        > "$OUT/probe.log" 2>&1
+    echo "probe: $?"
+fi
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader

@@ -115,12 +115,12 @@ def ranked_floor(kind: str, fastest_s: float, warm_s: float = 0.0) -> float:
 
 def ranked_bounds(kind: str, fastest_s: float, warm_s: float = 0.0) -> tuple[float, float]:
     """The least and the most a call may rank at from host-clock batches: on the CPU the
-    fastest batch's per-call time (less `warm_s`) within CPU_TOLERANCE; on a GPU without
-    windows, no less than ranked_floor and no upper bound."""
+    fastest batch's per-call time within CPU_TOLERANCE (from it less `warm_s`, up to it:
+    benchmark mode's runner times warm inputs, which the batches' calls may or may not find
+    in its caches); on a GPU without windows, no less than ranked_floor and no upper bound."""
     if kind != "cpu":
         return ranked_floor(kind, fastest_s, warm_s), math.inf
-    figure = max(0.0, fastest_s - warm_s)
-    return figure * (1 - CPU_TOLERANCE), figure * (1 + CPU_TOLERANCE)
+    return max(0.0, fastest_s - warm_s) * (1 - CPU_TOLERANCE), fastest_s * (1 + CPU_TOLERANCE)
 
 
 def window_floor(fastest_s: float) -> float:

@@ -24,9 +24,10 @@ import torch
 
 from grader.shared import ALIGN, SharedMemoryError, Slab
 
-# The clock a GPU grading's ranked bound comes from: "batches" (the default: back-to-back
-# calls on the harness's host clock, grader/clock.py's Batches) or "windows" (each call
-# between the harness's own events, this module). Read by the worker's grader process.
+# The clock a GPU grading's ranked bound comes from: "windows" (the default: each call
+# between the harness's own events, this module) or "batches" (back-to-back calls on the
+# harness's host clock, grader/clock.py's Batches: what a driver that cannot make the gate
+# gets too). Read by the worker's grader process.
 CLOCK_ENV = "KJ_GPU_CLOCK"
 GATE_BYTES = 4096
 FLUSH_MIN_BYTES = 128 << 20
@@ -37,7 +38,7 @@ _WRITE_DEFAULT = 0x0  # a memory barrier before the write: the calls' writes lan
 
 def windows_chosen() -> bool:
     """Whether this host's gradings time their calls in windows (CLOCK_ENV)."""
-    return os.environ.get(CLOCK_ENV, "batches").strip().lower() == "windows"
+    return os.environ.get(CLOCK_ENV, "windows").strip().lower() != "batches"
 
 
 class StreamOps:
