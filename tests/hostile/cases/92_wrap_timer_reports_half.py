@@ -1,7 +1,6 @@
 # threat: 35
-# mode: benchmark
 # expect: passed
-# max_speedup: 1.35
+# max_speedup: 1.5
 # defence: on the CPU the harness's batches rank; the runner's figure moves them by 5% at most
 """Does the real work on every call, but wraps the runner's timer (found through sys.modules by
 a decoded name) so that every per-call time it reports is half the real one: a forgery kept
