@@ -149,7 +149,7 @@ def spread(problems: list[str], runs: int, mode: str, solutions: list[str]) -> N
                 walls.append(report["wall_s"])
                 emit({"what": "grading", "problem": name, "solution": solution_name,
                       "score_us": _us(report["score"]), "wall_s": round(report["wall_s"], 2),
-                      "cases": clocks(report)})  # fmt: skip
+                      "flags": report["flags"], "cases": clocks(report)})  # fmt: skip
                 per_case.append(case_figures(report))
                 detail.append(clocks(report))
             if scores:
