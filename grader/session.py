@@ -75,17 +75,21 @@ class Overheads:
     process to the runner's, and the copy of its inputs into the slab."""
 
     round_trip_s: float = 0.0
-    window_s: float = 0.0
     copy_bytes_per_s: float = math.inf
     # (a trusted call's seconds alone, what its window cost beyond it), shortest call first.
     window_points: tuple[tuple[float, float], ...] = ()
+
+    @property
+    def window_s(self) -> float:
+        """What a window costs beyond a long call (the longest trusted call's)."""
+        return self.window_points[-1][1] if self.window_points else 0.0
 
     def window_call_s(self, mean_s: float) -> float:
         """A call's seconds from the mean of its windows: less the cost calibrated for the
         shorter trusted call up to its length, the longer one's from its length on, and in
         between the cost drawn on a straight line between the two."""
-        if len(self.window_points) < 2:
-            return max(0.0, mean_s - self.window_s)
+        if not self.window_points:
+            return max(0.0, mean_s)
         (short_s, short_cost), (long_s, long_cost) = self.window_points[0], self.window_points[-1]
         call_s = mean_s - short_cost
         if call_s <= short_s or long_s <= short_s:
@@ -259,7 +263,7 @@ class RunnerSession:
             self.gate.close()
             self.gate = None
             return Overheads(round_trip)
-        return Overheads(round_trip, points[-1][1], window_points=points)
+        return Overheads(round_trip, window_points=points)
 
     def _window_cost(self, opened: gate.Gate, nbytes: int) -> tuple[float, float]:
         """A trusted copy of `nbytes`: its seconds alone, and what a window costs beyond it

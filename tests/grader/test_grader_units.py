@@ -269,7 +269,9 @@ def test_a_batch_subtracts_only_its_trusted_fixed_costs() -> None:
     than the copy took): nothing else, and nothing the submission answered."""
     from grader.session import Overheads
 
-    overheads = Overheads(round_trip_s=50e-6, window_s=300e-6, copy_bytes_per_s=4e12)
+    overheads = Overheads(
+        round_trip_s=50e-6, copy_bytes_per_s=4e12, window_points=((40e-6, 300e-6),)
+    )
     assert overheads.batch_s(2 << 30) == pytest.approx(50e-6 + 2 * (2 << 30) / 4e12)
     assert overheads.batch_s(2 << 30, copied_s=1e-4) == pytest.approx(150e-6)
     assert Overheads(round_trip_s=50e-6).batch_s(1 << 30) == pytest.approx(50e-6)
@@ -290,7 +292,7 @@ def test_a_windows_mean_loses_the_cost_calibrated_for_a_call_of_its_length() -> 
     the line between them; with one point (or none), the one cost."""
     from grader.session import Overheads
 
-    overheads = Overheads(window_s=294e-6, window_points=((3e-6, 290e-6), (40e-6, 294e-6)))
+    overheads = Overheads(window_points=((3e-6, 290e-6), (40e-6, 294e-6)))
     assert overheads.window_call_s(292e-6) == pytest.approx(2e-6)
     assert overheads.window_call_s(293e-6) == pytest.approx(3e-6)
     assert overheads.window_call_s(334e-6) == pytest.approx(40e-6)
@@ -298,7 +300,9 @@ def test_a_windows_mean_loses_the_cost_calibrated_for_a_call_of_its_length() -> 
     middle = overheads.window_call_s(313.5e-6)  # a 21.5 µs call costs 292 µs
     assert middle == pytest.approx(21.5e-6, rel=1e-6)
     assert overheads.window_call_s(100e-6) == 0.0
-    assert Overheads(window_s=294e-6).window_call_s(300e-6) == pytest.approx(6e-6)
+    assert overheads.window_s == pytest.approx(294e-6)
+    one = Overheads(window_points=((40e-6, 294e-6),))
+    assert one.window_call_s(300e-6) == pytest.approx(6e-6)
 
 
 def test_the_floor_check_leaves_out_what_the_l2_cache_can_hold() -> None:
