@@ -5,7 +5,9 @@
 # side stream beside an honest one); KJ_GPU_CLOCK=windows unless set (the default). Run
 # from the repository root on a GPU host with the Debian bubblewrap package in .whl/; results under
 # $OUT (default /tmp/kj-windows), at most eight files. STAGES picks among spread, hostile,
-# launch (a launch-bound module's gradings) and probe (default: spread hostile probe);
+# launch (a launch-bound module's gradings), excess (bench/window_excess.py: where a window's
+# figure parts from the runner's median), ncu (each case beside Nsight Compute's kernel time)
+# and probe (default: spread hostile probe);
 # SPREAD_S bounds the spread (default 240 s), PROBLEMS names its problems.
 #   [STAGES="spread hostile probe"] [SPREAD_S=240] bash bench/windows_session.sh [RUNS]
 set -u
@@ -34,6 +36,15 @@ if stage launch; then
     timeout "${LAUNCH_S:-200}" python3 bench/ranked_clock.py launch-bound --runs "$RUNS" \
         > "$OUT/launch.jsonl" 2> "$OUT/launch.err"
     echo "launch-bound: $?"
+fi
+if stage excess; then
+    timeout "${EXCESS_S:-240}" python3 bench/window_excess.py --runs "${EXCESS_RUNS:-3}" \
+        > "$OUT/excess.jsonl" 2> "$OUT/excess.err"
+    echo "excess: $?"
+fi
+if stage ncu; then
+    timeout "${NCU_S:-300}" python3 bench/ranked_clock.py ncu > "$OUT/ncu.jsonl" 2> "$OUT/ncu.err"
+    echo "ncu: $?"
 fi
 if stage probe; then
     timeout 100 python3 bench/gated_clock_probe.py --batches 3 --modes windows windows+spin \
