@@ -11,7 +11,14 @@ Variants (the harness's side only; the runner and its timer are unchanged):
 - `landed_first`: every set's inputs land before the first window, so none lands between
   the runner's calls (what the runner's own timer sees);
 - `double_flush`: L2 flushed twice before each window (dirty lines the landing left are
-  surely written back before the window opens).
+  surely written back before the window opens);
+- `prequeued`: the harness queues its windows only once the runner has answered, i.e. has
+  queued every call behind its gate, so that no window waits for the runner's host to
+  launch the call's work: each window holds the call's device time (and host work that
+  depends on the inputs' values, which must wait for them).
+
+`--problems` takes built-in problems and `launch-bound` (bench/ranked_clock.py's module of
+several small launches).
 
 A probe, not the grader: the ranked numbers these gradings print are not scores."""
 
@@ -21,6 +28,8 @@ import argparse
 import json
 import statistics
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +38,10 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from bench.ranked_clock import grade, solution  # noqa: E402
+from bench.ranked_clock import LAUNCH_BOUND, LAUNCH_BOUND_SOLUTION, grade, solution  # noqa: E402
 from grader import gate, session  # noqa: E402
+
+_original_exchange = session.RunnerSession._exchange
 
 _original_enqueue = gate.Gate.enqueue
 _calibrated: list[Any] = []
@@ -58,6 +69,19 @@ def _variant_enqueue(variant: str) -> Any:
     return enqueue
 
 
+def _variant_exchange(variant: str) -> Any:
+    def exchange(self: Any, message: dict[str, Any], meanwhile: Any = None) -> Any:
+        if variant != "prequeued" or message.get("op") != "windows" or meanwhile is None:
+            return _original_exchange(self, message, meanwhile)
+        started = time.monotonic()
+        self._send(message)
+        reply = self._receive()
+        meanwhile()
+        return session.Exchange(reply, time.monotonic() - started, None)
+
+    return exchange
+
+
 def _record_calibration() -> None:
     original = session.RunnerSession._calibrate
 
@@ -74,18 +98,24 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--problems", nargs="+", default=["vectoradd", "rmsnorm"])
     parser.add_argument("--variants", nargs="+",
-                        default=["as_is", "landed_first", "double_flush"])  # fmt: skip
+                        default=["as_is", "landed_first", "double_flush", "prequeued"])  # fmt: skip
     args = parser.parse_args()
     from grader.problem import load_problem
 
     _record_calibration()
+    folder = tempfile.mkdtemp()
+    (Path(folder) / "launch_bound.py").write_text(LAUNCH_BOUND)
     for name in args.problems:
-        problem = load_problem(name)
+        if name == "launch-bound":
+            problem, code = load_problem(Path(folder) / "launch_bound.py"), LAUNCH_BOUND_SOLUTION
+        else:
+            problem, code = load_problem(name), solution(name)
         for variant in args.variants:
             gate.Gate.enqueue = _variant_enqueue(variant)  # type: ignore[method-assign]
+            session.RunnerSession._exchange = _variant_exchange(variant)  # type: ignore[method-assign]
             ratios: list[list[float]] = []
             for _ in range(args.runs):
-                report = grade(problem, solution(name), "leaderboard")
+                report = grade(problem, code, "leaderboard")
                 rows = []
                 for case in report.get("cases", []):
                     time_ = case.get("time") or {}
@@ -100,6 +130,8 @@ def main() -> None:
                 points = _calibrated[-1] if _calibrated else ()
                 print(json.dumps({
                     "problem": name, "variant": variant, "status": report["status"],
+                    "score_us": round(report["score"] * 1e6, 3) if report.get("score") else None,
+                    "message": report["message"][:300] if report["status"] != "passed" else "",
                     "window_points_us": [[round(a * 1e6, 3), round(b * 1e6, 3)]
                                          for a, b in points],
                     "cases": rows,
@@ -111,6 +143,7 @@ def main() -> None:
                                               for i in range(len(ratios[0]))],
                 }), flush=True)  # fmt: skip
     gate.Gate.enqueue = _original_enqueue  # type: ignore[method-assign]
+    session.RunnerSession._exchange = _original_exchange  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

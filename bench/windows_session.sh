@@ -38,7 +38,7 @@ if stage launch; then
     echo "launch-bound: $?"
 fi
 if stage excess; then
-    timeout "${EXCESS_S:-240}" python3 bench/window_excess.py --runs "${EXCESS_RUNS:-3}" \
+    timeout "${EXCESS_S:-240}" python3 bench/window_excess.py --runs "${EXCESS_RUNS:-3}" ${EXCESS_ARGS:-} \
         > "$OUT/excess.jsonl" 2> "$OUT/excess.err"
     echo "excess: $?"
 fi
