@@ -7,15 +7,14 @@ windows' figure and their ratio, and the window cost calibrated for that grading
         [--variants as_is landed_first double_flush]
 
 Variants (the harness's side only; the runner and its timer are unchanged):
-- `as_is`: what a grading does (each set's inputs land just before its window, L2 flushed);
+- `as_is`: what a grading does (each set's inputs land just before its window, L2 flushed,
+  the windows queued once the runner has queued its calls: grader/gate.py's QUEUED);
+- `unqueued`: the windows queued as soon as the request is sent, so that a window may wait
+  for the runner's host to launch its call;
 - `landed_first`: every set's inputs land before the first window, so none lands between
   the runner's calls (what the runner's own timer sees);
 - `double_flush`: L2 flushed twice before each window (dirty lines the landing left are
   surely written back before the window opens);
-- `prequeued`: the harness queues its windows only once the runner has answered, i.e. has
-  queued every call behind its gate, so that no window waits for the runner's host to
-  launch the call's work: each window holds the call's device time (and host work that
-  depends on the inputs' values, which must wait for them).
 
 `--problems` takes built-in problems and `launch-bound` (bench/ranked_clock.py's module of
 several small launches).
@@ -29,7 +28,6 @@ import json
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +39,7 @@ import torch  # noqa: E402
 from bench.ranked_clock import LAUNCH_BOUND, LAUNCH_BOUND_SOLUTION, grade, solution  # noqa: E402
 from grader import gate, session  # noqa: E402
 
-_original_exchange = session.RunnerSession._exchange
+_original_wait = gate.QUEUED_WAIT_S
 
 _original_enqueue = gate.Gate.enqueue
 _calibrated: list[Any] = []
@@ -69,17 +67,8 @@ def _variant_enqueue(variant: str) -> Any:
     return enqueue
 
 
-def _variant_exchange(variant: str) -> Any:
-    def exchange(self: Any, message: dict[str, Any], meanwhile: Any = None) -> Any:
-        if variant != "prequeued" or message.get("op") != "windows" or meanwhile is None:
-            return _original_exchange(self, message, meanwhile)
-        started = time.monotonic()
-        self._send(message)
-        reply = self._receive()
-        meanwhile()
-        return session.Exchange(reply, time.monotonic() - started, None)
-
-    return exchange
+def _variant_wait(variant: str) -> None:
+    gate.QUEUED_WAIT_S = 0.0 if variant == "unqueued" else _original_wait
 
 
 def _record_calibration() -> None:
@@ -98,7 +87,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--problems", nargs="+", default=["vectoradd", "rmsnorm"])
     parser.add_argument("--variants", nargs="+",
-                        default=["as_is", "landed_first", "double_flush", "prequeued"])  # fmt: skip
+                        default=["as_is", "unqueued", "landed_first"])  # fmt: skip
     args = parser.parse_args()
     from grader.problem import load_problem
 
@@ -112,7 +101,7 @@ def main() -> None:
             problem, code = load_problem(name), solution(name)
         for variant in args.variants:
             gate.Gate.enqueue = _variant_enqueue(variant)  # type: ignore[method-assign]
-            session.RunnerSession._exchange = _variant_exchange(variant)  # type: ignore[method-assign]
+            _variant_wait(variant)
             ratios: list[list[float]] = []
             for _ in range(args.runs):
                 report = grade(problem, code, "leaderboard")
@@ -143,7 +132,7 @@ def main() -> None:
                                               for i in range(len(ratios[0]))],
                 }), flush=True)  # fmt: skip
     gate.Gate.enqueue = _original_enqueue  # type: ignore[method-assign]
-    session.RunnerSession._exchange = _original_exchange  # type: ignore[method-assign]
+    _variant_wait("as_is")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from grader import gate
 from grader.check import wrong_output
 from grader.expected import CaseSetup, ProblemSide
 from grader.plausibility import label
@@ -301,14 +302,15 @@ class Windows:
         pilot = self.run(1, warm=0)
         count = window_count(pilot, self.layout, self.session.overheads.window_s)
         fit = window_memory() // (3 * self.layout.set_bytes)
-        warm = 0 if pilot >= LONG_CALL_S else max(0, min(WARM_WINDOWS, fit - count))
+        long_call = pilot >= LONG_CALL_S
+        warm = 0 if long_call else max(0, min(WARM_WINDOWS, fit - count))
         counted: list[float] = []
         for _ in range(MAX_BATCHES_RUN):
             settling = self._staged is None or self._staged.count != count + warm
             per_call = self.run(count, warm)
             if not settling:
                 counted.append(per_call)
-            enough = len(counted) >= (2 if pilot >= LONG_CALL_S else MIN_BATCHES)
+            enough = len(counted) >= (2 if long_call else MIN_BATCHES)
             if enough or (counted and time.monotonic() > budget_ends):
                 break
         if not counted:
@@ -355,8 +357,9 @@ class Windows:
             staged.seen.raw.copy_(sets.slab.raw[: staged.seen.nbytes])
             staged.arena_seen.raw.copy_(staged.arena.raw[: staged.arena_seen.nbytes])
 
-        # The runner is asked first: it queues its calls behind the gate while this process
-        # queues the windows, so the first window does not wait for the request to arrive.
+        # The runner is asked first and queues its calls behind the gate; this process queues
+        # the windows once it says so (grader/gate.py's QUEUED), so that no window waits for
+        # the runner's host to launch its call.
         seq = self.gate.next_seq
         queued: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = []
 
@@ -365,7 +368,7 @@ class Windows:
 
         request = {"op": "windows", "slab": staged.slab_id, "seq": seq, "count": count}
         try:
-            reply = self.session.request(request, open_windows).reply
+            reply = self.session.request_first(request, open_windows, gate.QUEUED_WAIT_S)
         except BaseException:
             self.gate.force_open()
             raise

@@ -32,6 +32,12 @@ CLOCK_ENV = "KJ_GPU_CLOCK"
 GATE_BYTES = 4096
 FLUSH_MIN_BYTES = 128 << 20
 GO, DONE = 0, 256  # byte offsets of the two 32-bit flags in the gate's slab
+# What the runner says once it has queued every call of a windows request behind the gate,
+# before it waits for them to finish and answers; the harness queues its windows only then
+# (or after QUEUED_WAIT_S without it), so that a window holds the call's work on the device
+# and not the runner's host launching it.
+QUEUED = {"ok": True, "queued": True}
+QUEUED_WAIT_S = 1.0
 _WAIT_GEQ = 0x0  # CU_STREAM_WAIT_VALUE_GEQ
 _WRITE_DEFAULT = 0x0  # a memory barrier before the write: the calls' writes land first
 

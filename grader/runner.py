@@ -27,7 +27,7 @@ from typing import Any
 import torch
 
 from grader import shared
-from grader.gate import DONE, GO, Arena, StreamOps
+from grader.gate import DONE, GO, QUEUED, Arena, StreamOps
 from grader.profiling import profile_calls, profile_calls_for_ncu
 from grader.protocol import ChannelClosed, recv_fd, recv_message, send_message
 from grader.staging import ARENA, Layout, Sets
@@ -238,10 +238,16 @@ class Windows:
         # Without memory pools (an older torch) outputs go into their slots as before.
         return {"ok": True}
 
-    def run(self, request: dict[str, Any], call: Callable[[int], Any] | None) -> list[Any]:
+    def run(
+        self,
+        request: dict[str, Any],
+        call: Callable[[int], Any] | None,
+        queued: Callable[[], Any],
+    ) -> list[Any]:
         """`count` calls (`call(i)` gives the i-th output's description), each queued behind
-        `go` reaching seq + i and followed by `done` = seq + i. Without `call`, the grader's
-        own work in each window (a copy of `trusted_bytes`) instead: the windows' cost."""
+        `go` reaching seq + i and followed by `done` = seq + i; `queued()` once they all are.
+        Without `call`, the grader's own work in each window (a copy of `trusted_bytes`)
+        instead: the windows' cost."""
         seq, count = request.get("seq"), request.get("count")
         if self.ops is None or not isinstance(seq, int) or not isinstance(count, int):
             raise SubmissionError("a window request before the gate, or a malformed one")
@@ -259,12 +265,14 @@ class Windows:
                 ops.wait(stream, flags + GO, seq + i)
                 target.copy_(source)
                 ops.write(stream, flags + DONE, seq + i)
+            queued()
             return outputs
         with self._allocating():
             for i in range(count):
                 ops.wait(stream, flags + GO, seq + i)
                 outputs.append(call(i))
                 ops.write(stream, flags + DONE, seq + i)
+        queued()
         return outputs
 
     @contextlib.contextmanager
@@ -405,7 +413,7 @@ class Runner:
             def call(i: int) -> Any:
                 return leave(sets, i, plain_output(kernel(data(i))))
 
-            outputs = self.windows.run(request, call)
+            outputs = self.windows.run(request, call, lambda: _tell(self.sock, QUEUED))
             arena = self.windows.arena
             return {"ok": True, "outputs": outputs, "arena_peak": arena.peak if arena else 0}
         raise SubmissionError(f"the runner does not know the request {op!r}")
@@ -469,7 +477,7 @@ def _calibration(sock: socket.socket, device: str, windows: Windows) -> dict[str
             if device == "cuda" and op == "gate":
                 reply = windows.attach(sock, request)
             elif device == "cuda" and op == "windows":
-                windows.run(request, None)
+                windows.run(request, None, lambda: _tell(sock, QUEUED))
                 torch.cuda.synchronize()
             elif op != "ping":
                 return request

@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import itertools
 import math
 import os
+import select
 import shutil
 import socket
 import sys
@@ -55,10 +57,10 @@ REQUEST_PHASES = {
 CALIBRATION_PINGS = 20
 # On a GPU, windows of the grader's own work (a copy of each of TRUSTED_BYTES) in the runner
 # against the same copy timed in this process alone: what a window costs beyond its call
-# (the device passing from one process's context to the other's and back), for a short call
-# and a long one. The first of each round's windows are left out (the runner's context
-# wakes), the rest averaged.
-TRUSTED_BYTES = (4 << 20, 64 << 20)
+# (the device passing from one process's context to the other's and back, and writing back
+# what a call's output left in L2), for calls from short to long. The first of each round's
+# windows are left out (the runner's context wakes), the rest averaged.
+TRUSTED_BYTES = (4 << 20, 16 << 20, 32 << 20, 64 << 20)
 CALIBRATION_ROUNDS = 3
 CALIBRATION_WINDOWS = 40
 CALIBRATION_SKIPPED = 5
@@ -86,19 +88,22 @@ class Overheads:
 
     def window_call_s(self, mean_s: float) -> float:
         """A call's seconds from the mean of its windows: less the cost calibrated for the
-        shorter trusted call up to its length, the longer one's from its length on, and in
-        between the cost drawn on a straight line between the two."""
+        shortest trusted call up to its length, the longest one's from its length on, and
+        in between the cost drawn on straight lines between neighbouring points."""
         if not self.window_points:
             return max(0.0, mean_s)
-        (short_s, short_cost), (long_s, long_cost) = self.window_points[0], self.window_points[-1]
-        call_s = mean_s - short_cost
-        if call_s <= short_s or long_s <= short_s:
+        points = sorted(self.window_points)
+        call_s = mean_s - points[0][1]
+        if call_s <= points[0][0]:
             return max(0.0, call_s)
-        slope = min(0.5, max(-0.5, (long_cost - short_cost) / (long_s - short_s)))
-        call_s = (mean_s - short_cost + slope * short_s) / (1 + slope)
-        if call_s >= long_s:
-            call_s = mean_s - long_cost
-        return max(0.0, call_s)
+        for (short_s, short_cost), (long_s, long_cost) in itertools.pairwise(points):
+            if long_s <= short_s:
+                continue
+            slope = min(0.5, max(-0.5, (long_cost - short_cost) / (long_s - short_s)))
+            call_s = (mean_s - short_cost + slope * short_s) / (1 + slope)
+            if call_s < long_s:
+                return max(0.0, call_s)
+        return max(0.0, mean_s - points[-1][1])
 
     def batch_s(self, input_bytes: int, copied_s: float = math.inf) -> float:
         """The seconds subtracted from a batch whose sets' inputs take `input_bytes`: the
@@ -283,13 +288,18 @@ class RunnerSession:
             alone.append(begin.elapsed_time(end) / 1e3)
         windows: list[float] = []
         for _ in range(CALIBRATION_ROUNDS):
-            # The runner queues its windows while this process queues its own, as in a round
-            # of a submission's windows (grader/clock.py).
+            # This process queues its windows once the runner has queued its calls, as in a
+            # round of a submission's windows (grader/clock.py).
             seq = opened.next_seq
-            self._send({"op": "windows", "seq": seq, "count": CALIBRATION_WINDOWS,
-                        "trusted_bytes": nbytes})  # fmt: skip
-            marks = opened.enqueue(CALIBRATION_WINDOWS)
-            self._receive()
+            queued: list[list[tuple[Any, Any]]] = []
+            message = {"op": "windows", "seq": seq, "count": CALIBRATION_WINDOWS,
+                       "trusted_bytes": nbytes}  # fmt: skip
+            self._queued_first(
+                message,
+                functools.partial(_enqueue_into, queued, opened, CALIBRATION_WINDOWS),
+                gate.QUEUED_WAIT_S,
+            )
+            marks = queued[0]
             measured = opened.finish(marks, time.monotonic() + 5.0)
             if measured is None:
                 raise Stop("error", "the runner did not open its calibration windows")
@@ -339,6 +349,30 @@ class RunnerSession:
             raise RuntimeError("request before the submission was loaded")
         with self.clock.phase(REQUEST_PHASES.get(str(message.get("op")), "requests")):
             return self._exchange(message, meanwhile)
+
+    def request_first(
+        self, message: dict[str, Any], then: Callable[[], None], wait_s: float
+    ) -> dict[str, Any]:
+        """Send a windows request (grader/gate.py) and run `then` (which queues the harness's
+        windows) once the runner says it has queued every call behind its gate, or after
+        `wait_s` when it has not said so (a call that waits for the device, say); its reply."""
+        if not self._loaded:
+            raise RuntimeError("request before the submission was loaded")
+        with self.clock.phase(REQUEST_PHASES.get(str(message.get("op")), "requests")):
+            return self._queued_first(message, then, wait_s)
+
+    def _queued_first(
+        self, message: dict[str, Any], then: Callable[[], None], wait_s: float
+    ) -> dict[str, Any]:
+        self._send(message)
+        ready, _, _ = select.select([self._fd], [], [], wait_s)
+        first = self._receive() if ready else None
+        then()
+        if first is None or first == gate.QUEUED:
+            first = self._receive()
+        if first == gate.QUEUED:  # said late, after the windows were queued
+            first = self._receive()
+        return first
 
     def _exchange(
         self, message: dict[str, Any], meanwhile: Callable[[], None] | None = None
@@ -494,3 +528,7 @@ class Standby:
     def close(self) -> None:
         while self._waiting:
             self._waiting.popleft().close()
+
+
+def _enqueue_into(into: list[Any], opened: gate.Gate, count: int) -> None:
+    into.append(opened.enqueue(count))

@@ -445,3 +445,61 @@ def test_a_slow_pilot_call_does_not_leave_batches_of_one_call() -> None:
     measured = batches.measure(time.monotonic() + 60, hint_s=20e-6)
     assert asked[0] == 1 and set(asked[1:]) == {MAX_CALLS["cpu"]}
     assert measured.calls_per_batch == MAX_CALLS["cpu"] and measured.fastest_s == 25e-6
+
+
+def _channel_session(fd: int) -> object:
+    from grader.session import RunnerSession
+
+    session = object.__new__(RunnerSession)
+    session._fd = fd  # type: ignore[attr-defined]
+    session.deadline = time.monotonic() + 10  # type: ignore[attr-defined]
+    return session
+
+
+@pytest.mark.parametrize("says_queued", ["first", "late", "never"])
+def test_windows_are_queued_once_the_runner_has_queued_its_calls(says_queued: str) -> None:
+    """The harness queues its windows after the runner says its calls are queued (or after
+    the wait when it does not), and takes the reply that follows as the answer."""
+    import socket
+    import threading
+
+    from grader import gate
+
+    ours, theirs = socket.socketpair()
+    os.set_blocking(ours.fileno(), False)
+    session = _channel_session(ours.fileno())
+    events: list[str] = []
+
+    def runner() -> None:
+        recv_message(theirs.fileno())
+        if says_queued == "first":
+            send_message(theirs.fileno(), gate.QUEUED)
+        time.sleep(0.3)
+        if says_queued == "late":
+            send_message(theirs.fileno(), gate.QUEUED)
+        events.append("replied")
+        send_message(theirs.fileno(), {"ok": True, "outputs": [1]})
+
+    thread = threading.Thread(target=runner)
+    thread.start()
+    reply = session._queued_first(  # type: ignore[attr-defined]
+        {"op": "windows"}, lambda: events.append("windows queued"), 0.1
+    )
+    thread.join()
+    assert reply == {"ok": True, "outputs": [1]}
+    assert events == ["windows queued", "replied"]
+    ours.close()
+    theirs.close()
+
+
+def test_a_windows_cost_follows_every_calibrated_point() -> None:
+    from grader.session import Overheads
+
+    # Costs of 290, 290, 294 and 291 µs for trusted calls of 5, 12, 22 and 40 µs: a call of
+    # 22 µs (its output dirty in L2) pays the bump, one of 40 µs less again.
+    overheads = Overheads(window_points=((5e-6, 290e-6), (12e-6, 290e-6),
+                                         (22e-6, 294e-6), (40e-6, 291e-6)))  # fmt: skip
+    assert overheads.window_call_s(316e-6) == pytest.approx(22e-6)
+    assert overheads.window_call_s(331e-6) == pytest.approx(40e-6)
+    assert overheads.window_call_s(300e-6) == pytest.approx(10e-6)
+    assert overheads.window_call_s(1291e-6) == pytest.approx(1000e-6)
