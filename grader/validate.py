@@ -23,7 +23,7 @@ from grader.calibrate import DevicePeaks
 from grader.check import run_check
 from grader.device import DeviceInfo, detect_device
 from grader.devicemap import harness_device_map
-from grader.expected import CUDA_ONLY, device_env, import_reference
+from grader.expected import CUDA_ONLY, ProblemSide, device_env, import_reference
 from grader.harness import Standby, grade
 from grader.inputs import clone_data, devices_of, iter_tensors, seeded_case
 from grader.problem import (
@@ -32,7 +32,7 @@ from grader.problem import (
     Problem,
     derived_test_cases_timeout,
 )
-from grader.report import Report, tail
+from grader.report import PhaseClock, Report, Stop, tail
 from grader.requirements import language_shortfall, shortfall
 from grader.runner import NEEDS_GPU
 
@@ -95,6 +95,13 @@ class ValidationReport:
     test_cases_timeout_s: float | None = None
     test_cases_timeout_from: str = ""
     reference_test_cases_s: float | None = None
+    # Each benchmark case's physical floor as this version defines it, kept with the version
+    # for organizers to read: {"case", "bytes", "flops", "declared", "floor_s"}. Bytes and
+    # flops are task.yml's roofline where it declares one (declared: true), else what the
+    # reference's own call read, wrote and computed (grader/expected.py's measured_roofline,
+    # as each grading on a GPU measures it again); floor_s at this worker's measured peaks,
+    # None without them.
+    rooflines: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -166,7 +173,10 @@ def validate(
         report.wall_s = time.monotonic() - started
         return report
     step(REFERENCE_STEPS[0])
-    report.checks.append(check_reference(problem, info.kind))
+    report.checks.append(check_reference(problem, info.kind, report.rooflines))
+    for roofline in report.rooflines:
+        floor = peaks.floor_s(roofline["bytes"], roofline["flops"]) if peaks else 0.0
+        roofline["floor_s"] = floor if floor > 0 else None
     quick = replace(problem, spec={**problem.spec, "case_time_budget_s": VALIDATION_CASE_BUDGET_S})
 
     def graded(spec: Problem, code: str, mode: str, **extra: Any) -> Any:
@@ -346,10 +356,13 @@ def conclude(report: ValidationReport) -> None:
 # -- the reference, run in this (trusted) process -----------------------------------------
 
 
-def check_reference(problem: Problem, kind: str) -> Check:
+def check_reference(
+    problem: Problem, kind: str, rooflines: list[dict[str, Any]] | None = None
+) -> Check:
     """Generate every test and benchmark case's inputs, run ``ref_kernel`` on them, and
     check its output: finite (unless the inputs are not), and accepted by the problem's own
-    ``check_implementation``."""
+    ``check_implementation``. Where all pass, each benchmark case's bytes and flops go into
+    `rooflines` (see ValidationReport.rooflines)."""
     started = time.monotonic()
     cases = [("test", case) for case in problem.tests] + [
         ("benchmark", case) for case in problem.benchmarks_for(kind)
@@ -380,6 +393,8 @@ def check_reference(problem: Problem, kind: str) -> Check:
                 if message:
                     break
                 message = check_case(reference, kind, case_kind, case)
+            if not message and rooflines is not None:
+                message = case_rooflines(problem, kind, reference, rooflines)
     return Check(
         name=REFERENCE_STEPS[0],
         kind="reference",
@@ -441,6 +456,31 @@ def check_case(reference: ModuleType, kind: str, case_kind: str, case: dict[str,
     ok, verdict = run_check(reference.check_implementation, clone_data(data), output)
     if not ok:
         return f"check_implementation rejects the reference's own output on {label}: {verdict}"
+    return ""
+
+
+def case_rooflines(
+    problem: Problem, kind: str, reference: ModuleType, into: list[dict[str, Any]]
+) -> str:
+    """Each benchmark case's bytes and flops into `into`; '' or what went wrong."""
+    side = ProblemSide(problem, kind, None, PhaseClock({}))
+    side.reference = reference
+    for case in problem.benchmarks_for(kind):
+        declared = problem.roofline(case)
+        if declared is None:
+            try:
+                declared = side.prepare(case, measure=True).measured
+            except Stop as stop:
+                return stop.message
+            except Exception:
+                return "measuring what the reference moves and computes raised:\n" + trace_tail()
+        if declared is None:
+            continue
+        into.append({
+            "case": dict(case), "bytes": float(declared.get("bytes", 0.0)),
+            "flops": float(declared.get("flops", 0.0)),
+            "declared": problem.declares_roofline, "floor_s": None,
+        })  # fmt: skip
     return ""
 
 

@@ -57,7 +57,8 @@ class DeviceValidation(BaseModel):
         description="the worker's report: status, message and checks, each with name, kind "
         "('reference' or 'solution'), expected ('pass' or 'fail'), outcome ('ok', 'problem' "
         "or 'skipped'), status (the grading's verdict) and message; test_cases_timeout_s, "
-        "test_cases_timeout_from and reference_test_cases_s"
+        "test_cases_timeout_from and reference_test_cases_s; rooflines: each benchmark "
+        "case's physical floor (case, bytes, flops, declared, floor_s)"
     )
     test_cases_timeout_s: float | None = Field(
         default=None,

@@ -53,3 +53,57 @@ def test_a_builtin_problem_validates_clean_on_the_cpu() -> None:
     assert report["reference_test_cases_s"] < 2
     assert (report["test_cases_timeout_s"], report["test_cases_timeout_from"]) == (20, "reference")
     assert "test mode's cases may take 20 s on cpu" in report["message"]
+
+
+def test_validation_keeps_each_benchmark_cases_floor_figures(tmp_path: Path) -> None:
+    """Declared where task.yml has a roofline; otherwise measured from the reference's own
+    call (what it reads and writes, and a matrix product's flops)."""
+    declared = validate(load_problem("vectoradd"), {}, device="cpu").to_dict()
+    assert declared["status"] == "passed", declared["message"]
+    problem = load_problem("vectoradd")
+    assert [r["case"] for r in declared["rooflines"]] == problem.benchmarks_for("cpu")
+    for row in declared["rooflines"]:
+        assert row["declared"] is True
+        assert row["bytes"] == problem.roofline(row["case"])["bytes"]
+        assert row["floor_s"] is None  # no peaks measured on this worker
+
+    folder = tmp_path / "mm"
+    folder.mkdir()
+    (folder / "reference.py").write_text(MATMUL_REFERENCE)
+    (folder / "task.yml").write_text(MATMUL_TASK)
+    measured = validate(load_problem(folder), {}, device="cpu").to_dict()
+    assert measured["status"] == "passed", measured["message"]
+    [row] = measured["rooflines"]
+    assert row["declared"] is False
+    assert row["flops"] == 2 * 64 * 32 * 16
+    assert row["bytes"] == (64 * 32 + 32 * 16 + 64 * 16) * 4
+
+
+MATMUL_REFERENCE = """import torch
+
+
+def generate_input(m, k, n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(m, k, generator=g), torch.randn(k, n, generator=g)
+
+
+def ref_kernel(data):
+    a, b = data
+    return a @ b
+
+
+def check_implementation(data, output):
+    expected = ref_kernel(data)
+    if torch.allclose(output, expected, rtol=1e-4, atol=1e-4):
+        return ""
+    return "mismatch"
+"""
+MATMUL_TASK = """files:
+  - {name: reference.py, source: reference.py}
+lang: py
+description: a small matrix product
+tests:
+  - {m: 8, k: 4, n: 2, seed: 1}
+benchmarks:
+  - {m: 64, k: 32, n: 16, seed: 2}
+"""

@@ -161,7 +161,10 @@ async def test_a_failed_round_leaves_the_problem_invalid_until_a_clean_one(
     client: httpx.AsyncClient, browser: httpx.AsyncClient, admin: Account, alice: Account
 ) -> None:
     await upload(client, admin, problem_zip("flaky"), "p.zip")
-    record_round("flaky", "failed")
+    floors = [{"case": {"size": 1024, "seed": 3}, "bytes": 12582912.0, "flops": 0.0,
+               "declared": False, "floor_s": 4.2e-6}]  # fmt: skip
+    record_round("flaky", "failed", {"status": "failed", "message": "failed by the test",
+                                     "checks": [], "rooflines": floors})  # fmt: skip
     shown = (await client.get("/api/v1/problems/flaky/validation", headers=admin.headers)).json()
     assert shown["status"] == "invalid" and shown["devices"][0]["status"] == "failed"
     assert shown["devices"][0]["report"]["message"] == "failed by the test"
@@ -173,6 +176,9 @@ async def test_a_failed_round_leaves_the_problem_invalid_until_a_clean_one(
     await log_in(browser, name)
     page = await browser.get("/admin/problems", headers=HTML)
     assert 'data-status="invalid"' in page.text and "failed by the test" in page.text
+    # With each benchmark case's physical floor, as the validation measured it.
+    assert "measured from the reference" in page.text and "12,582,912" in page.text
+    assert "4.20 µs" in page.text
     again = await post_form(
         browser, "/admin/problems/flaky/validate", {}, from_page="/admin/problems"
     )
