@@ -4,7 +4,7 @@ side of each window changed one way at a time, printing per case the runner's me
 windows' figure and their ratio, and the window cost calibrated for that grading.
 
     python bench/window_excess.py [--runs 3] [--problems vectoradd rmsnorm]
-        [--variants as_is landed_first double_flush]
+        [--variants as_is unqueued landed_first double_flush]
 
 Variants (the harness's side only; the runner and its timer are unchanged):
 - `as_is`: what a grading does (each set's inputs land just before its window, L2 flushed,

@@ -70,9 +70,9 @@ BATCH_MAX_BYTES = {"cuda": 8 << 30, "cpu": 64 << 20}
 CHECKED_PER_BATCH = 16
 # The batches' input sets are numbered from here, apart from the case's first set.
 FIRST_REPEAT = 1_000_000
-# On a GPU (Windows): the runner's median ranks down to the harness's figure less this
-# fraction and this many seconds: what a window's calibrated cost leaves uncertain, measured
-# on an H100 (docs/benchmarks.md).
+# On a GPU (Windows) the windows' figure ranks; a runner's median under it less this
+# fraction and this many seconds (more than a window's calibrated cost leaves uncertain,
+# docs/benchmarks.md) is flagged.
 WINDOW_TOLERANCE = 0.02
 WINDOW_SLACK_S = 2e-6
 # A round of windows lasts about WINDOWS_S, within WINDOWS windows and WINDOWS_MAX_BYTES
@@ -125,8 +125,8 @@ def ranked_bounds(kind: str, fastest_s: float, warm_s: float = 0.0) -> tuple[flo
 
 
 def window_floor(fastest_s: float) -> float:
-    """The least time a call may rank at by the harness's windows on a GPU: its figure, less
-    what calibrating a window's own cost leaves uncertain (WINDOW_TOLERANCE of it and
+    """On a GPU, the runner's median under which is flagged: the windows' figure less more
+    than calibrating a window's own cost leaves uncertain (WINDOW_TOLERANCE of it and
     WINDOW_SLACK_S)."""
     return max(0.0, fastest_s * (1 - WINDOW_TOLERANCE) - WINDOW_SLACK_S)
 

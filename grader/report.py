@@ -59,14 +59,15 @@ class CaseResult:
     params: dict[str, Any]
     status: str
     message: str = ""
-    # The case's timed calls: median_s (its figure), mean_s, min_s, p10_s .. p90_s, cv,
-    # iqr_over_median, samples, sm_clock_mhz; and the harness's own clock beside them:
-    # harness_per_call_s, harness_floor_s (no sample ranks below it), calls_per_batch,
-    # batches, ranked_by ("runner", or "grader" where the floor raised the runner's
-    # samples). None when untimed.
+    # The case's timed calls: median_s (its ranked figure), mean_s, min_s, p10_s .. p90_s,
+    # cv, iqr_over_median, samples, sm_clock_mhz; and the harness's own clock beside them:
+    # harness_per_call_s, harness_floor_s, calls_per_batch, batches, harness_clock,
+    # ranked_by ("runner", or "grader": on a GPU's windows their figure is median_s and the
+    # rounds its distribution; with batches the floor raised the runner's samples). None
+    # when untimed.
     time: dict[str, Any] | None = None
-    # Where the floor raised them: the runner's own figures as it reported them (median_s,
-    # min_s, cv, iqr_over_median, samples, sm_clock_mhz), for reading only.
+    # Where the grader's clock ranks: the runner's own figures as it reported them
+    # (median_s, min_s, cv, iqr_over_median, samples, sm_clock_mhz), for reading only.
     runner_time: dict[str, Any] | None = None
     roofline: dict[str, float] | None = None
     # Profile mode: what took the time in the case's profiled calls (grader/profiling.py).

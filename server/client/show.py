@@ -73,8 +73,8 @@ def labels(cases: list[dict[str, Any]]) -> list[str]:
 
 def cases_table(cases: list[dict[str, Any]]) -> Table:
     """One row per case; the timing columns (median, min, p10–p90, cv, samples, speed of
-    light) when some case was timed, and where the grader's clock raised a case's samples,
-    the median the submission's own process reported."""
+    light) when some case was timed, and where the grader's clock ranks a case instead of
+    its own figure, the median the submission's own process reported."""
     timed = any(case.get("time") for case in cases)
     raised = any(case.get("runner_time") for case in cases)
     table = Table("case", "params", "status")

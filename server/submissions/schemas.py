@@ -121,15 +121,16 @@ class CaseReport(BaseModel):
     message: str = ""
     time: dict[str, Any] | None = Field(
         default=None,
-        description="the case's timed calls: median_s (the case's figure), mean_s, min_s, "
-        "p10_s..p90_s, cv, iqr_over_median, samples, sm_clock_mhz; and the grader's own "
-        "clock over batches of calls on fresh inputs: harness_per_call_s, harness_floor_s "
-        "(no sample ranks below it), calls_per_batch, batches, ranked_by ('runner', or "
-        "'grader' where the floor raised the samples)",
+        description="the case's timed calls: median_s (the case's ranked figure), mean_s, "
+        "min_s, p10_s..p90_s, cv, iqr_over_median, samples, sm_clock_mhz; and the grader's "
+        "own clock (harness_clock: 'windows', each call between its own events on a GPU, or "
+        "'batches' of calls on fresh inputs): harness_per_call_s, harness_floor_s, "
+        "calls_per_batch, batches, ranked_by ('runner', or 'grader': on a GPU's windows "
+        "their figure is median_s; with batches the floor raised the samples)",
     )
     runner_time: dict[str, Any] | None = Field(
         default=None,
-        description="where the grader's clock raised the case's samples: the figures the "
+        description="where the grader's clock ranks: the figures the "
         "submission's own process reported (median_s, min_s, cv, iqr_over_median, samples, "
         "sm_clock_mhz)",
     )

@@ -2,8 +2,8 @@
 # device: cuda
 # problem: matmul
 # expect: passed
-# max_speedup: 3.5
-# defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
+# max_speedup: 1.05
+# defence: on a GPU the harness's own windows rank; the runner's figure is only shown (and flagged)
 """Does the real work on every call, and patches torch.cuda.Event.elapsed_time (computed names)
 and the runner's timer so that every timed call claims one microsecond."""
 

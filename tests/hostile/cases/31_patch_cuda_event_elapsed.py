@@ -1,8 +1,8 @@
 # threat: 12
 # device: cuda
 # expect: passed, rejected
-# max_speedup: 3.5
-# defence: the runner's figure ranks no lower than the harness's clock over fresh batches allows
+# max_speedup: 1.05
+# defence: on a GPU the harness's own windows rank; the runner's figure is only shown (and flagged)
 """Patches torch.cuda.Event.elapsed_time (computed names) to claim a nanosecond per call."""
 
 import torch
