@@ -15,7 +15,6 @@ from typing import Any
 
 import torch
 
-from grader import gate
 from grader.check import wrong_output
 from grader.expected import CaseSetup, ProblemSide
 from grader.plausibility import label
@@ -368,7 +367,7 @@ class Windows:
 
         request = {"op": "windows", "slab": staged.slab_id, "seq": seq, "count": count}
         try:
-            reply = self.session.request_first(request, open_windows, gate.QUEUED_WAIT_S)
+            reply = self.session.request_first(request, open_windows)
         except BaseException:
             self.gate.force_open()
             raise

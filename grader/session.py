@@ -198,6 +198,10 @@ class RunnerSession:
         self._slabs: dict[str, tuple[int, Slab]] = {}
         self._arena: Slab | None = None
         self.gate: gate.Gate | None = None
+        # How long a windows request waits for the runner's `queued` (gate.QUEUED_WAIT_S),
+        # until a runner once fails to say it in time (a call that waits for the device):
+        # its later rounds then open their windows at once instead of waiting each time.
+        self.queued_wait_s = gate.QUEUED_WAIT_S
         self.overheads = Overheads()
 
     def matches(self, kind: str, isolate: bool, memory_bytes: int | None) -> bool:
@@ -350,29 +354,33 @@ class RunnerSession:
         with self.clock.phase(REQUEST_PHASES.get(str(message.get("op")), "requests")):
             return self._exchange(message, meanwhile)
 
-    def request_first(
-        self, message: dict[str, Any], then: Callable[[], None], wait_s: float
-    ) -> dict[str, Any]:
+    def request_first(self, message: dict[str, Any], then: Callable[[], None]) -> dict[str, Any]:
         """Send a windows request (grader/gate.py) and run `then` (which queues the harness's
         windows) once the runner says it has queued every call behind its gate, or after
-        `wait_s` when it has not said so (a call that waits for the device, say); its reply."""
+        `queued_wait_s` when it has not said so (a call that waits for the device, say);
+        its reply."""
         if not self._loaded:
             raise RuntimeError("request before the submission was loaded")
         with self.clock.phase(REQUEST_PHASES.get(str(message.get("op")), "requests")):
-            return self._queued_first(message, then, wait_s)
+            reply, in_time = self._queued_first(message, then, self.queued_wait_s)
+            if not in_time:
+                self.queued_wait_s = 0.0
+            return reply
 
     def _queued_first(
         self, message: dict[str, Any], then: Callable[[], None], wait_s: float
-    ) -> dict[str, Any]:
+    ) -> tuple[dict[str, Any], bool]:
+        """The reply, and whether `queued` came within `wait_s`."""
         self._send(message)
         ready, _, _ = select.select([self._fd], [], [], wait_s)
         first = self._receive() if ready else None
         then()
+        in_time = first == gate.QUEUED
         if first is None or first == gate.QUEUED:
             first = self._receive()
         if first == gate.QUEUED:  # said late, after the windows were queued
             first = self._receive()
-        return first
+        return first, in_time
 
     def _exchange(
         self, message: dict[str, Any], meanwhile: Callable[[], None] | None = None

@@ -482,12 +482,14 @@ def test_windows_are_queued_once_the_runner_has_queued_its_calls(says_queued: st
 
     thread = threading.Thread(target=runner)
     thread.start()
-    reply = session._queued_first(  # type: ignore[attr-defined]
+    reply, in_time = session._queued_first(  # type: ignore[attr-defined]
         {"op": "windows"}, lambda: events.append("windows queued"), 0.1
     )
     thread.join()
     assert reply == {"ok": True, "outputs": [1]}
     assert events == ["windows queued", "replied"]
+    # Said in time: later rounds wait for it again; late or never: they open at once.
+    assert in_time is (says_queued == "first")
     ours.close()
     theirs.close()
 
