@@ -10,7 +10,7 @@ import re
 from typing import Any
 
 from tests.hostile.conftest import Canaries
-from tests.hostile.test_corpus import QUICK, Rig, honest_score, rig, run_in_rig
+from tests.hostile.test_corpus import QUICK, REPO, Rig, rig, run_in_rig
 
 __all__ = ["rig"]  # the corpus rig, one per module
 
@@ -107,7 +107,10 @@ def test_a_table_learned_from_one_grading_never_matches_the_next(
 ) -> None:
     report, hits, misses = learn_then_look_up(rig, cpu_peaks, nonce=None)
     assert hits == 0 and misses > 0, (hits, misses)
-    honest = honest_score(rig, cpu_peaks, PROBLEM, "leaderboard")
+    # The honest solution graded now, beside the lookup: a 2-core machine's load moves a
+    # score of tens of microseconds by more than NOISE between one minute and the next.
+    code = (REPO / "problems" / PROBLEM / "solutions" / "pytorch.py").read_text()
+    honest = grade(rig, cpu_peaks, code, "leaderboard", None)["score"]
     assert report["score"] >= honest / NOISE, (report["score"], honest)
 
 
