@@ -120,6 +120,7 @@ def clocks(report: dict[str, Any]) -> list[dict[str, Any]]:
             "clock": time_.get("harness_clock"),
             "ranked_by": time_.get("ranked_by"),
             "calls_per_batch": time_.get("calls_per_batch"),
+            "window_cost_us": _us(time_.get("window_cost_s")),
         })  # fmt: skip
     return rows
 

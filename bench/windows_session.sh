@@ -5,7 +5,8 @@
 # side stream beside an honest one); KJ_GPU_CLOCK=windows unless set (the default). Run
 # from the repository root on a GPU host with the Debian bubblewrap package in .whl/; results under
 # $OUT (default /tmp/kj-windows), at most eight files. STAGES picks among spread, hostile,
-# launch (a launch-bound module's gradings), excess (bench/window_excess.py: where a window's
+# launch (a launch-bound module's gradings), modes (benchmark beside leaderboard mode),
+# excess (bench/window_excess.py: where a window's
 # figure parts from the runner's median), ncu (each case beside Nsight Compute's kernel time)
 # and probe (default: spread hostile probe);
 # SPREAD_S bounds the spread (default 240 s), PROBLEMS names its problems.
@@ -36,6 +37,11 @@ if stage launch; then
     timeout "${LAUNCH_S:-200}" python3 bench/ranked_clock.py launch-bound --runs "$RUNS" \
         > "$OUT/launch.jsonl" 2> "$OUT/launch.err"
     echo "launch-bound: $?"
+fi
+if stage modes; then
+    timeout "${MODES_S:-120}" python3 bench/ranked_clock.py modes \
+        --problems ${PROBLEMS:-vectoradd rmsnorm matmul} > "$OUT/modes.jsonl" 2> "$OUT/modes.err"
+    echo "modes: $?"
 fi
 if stage excess; then
     timeout "${EXCESS_S:-240}" python3 bench/window_excess.py --runs "${EXCESS_RUNS:-3}" ${EXCESS_ARGS:-} \

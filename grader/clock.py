@@ -76,8 +76,8 @@ WINDOW_TOLERANCE = 0.02
 WINDOW_SLACK_S = 2e-6
 # A round of windows lasts about WINDOWS_S, within WINDOWS windows and WINDOWS_MAX_BYTES
 # (or a third of the device's free memory).
-WINDOWS_S = 0.03
-WINDOWS = (10, 100)
+WINDOWS_S = 0.05
+WINDOWS = (10, 200)
 WINDOWS_MAX_BYTES = 24 << 30
 # Windows at a round's start, timed but not counted: the first windows after the harness's
 # own work (making the round's sets) find the device's clocks and the runner's context
@@ -99,6 +99,9 @@ class Measured:
 
     per_call_s: list[float]
     calls_per_batch: int
+    # Windows: what was subtracted from the fastest round's mean, a window's own calibrated
+    # cost at that call's length (`Overheads.window_call_s`); None for batches.
+    window_cost_s: float | None = None
 
     @property
     def fastest_s(self) -> float:
@@ -298,7 +301,9 @@ class Windows:
         """A pilot window sizes the rounds; the first round on newly staged sets is not
         counted (its arena segments and pages are new); then MIN_BATCHES rounds, or fewer
         when the budget runs out after one."""
-        pilot = self.run(1, warm=0)
+        call_s = self.session.overheads.window_call_s
+        pilot_mean = self.run(1, warm=0)
+        pilot = call_s(pilot_mean)
         count = window_count(pilot, self.layout, self.session.overheads.window_s)
         fit = window_memory() // (3 * self.layout.set_bytes)
         long_call = pilot >= LONG_CALL_S
@@ -306,15 +311,16 @@ class Windows:
         counted: list[float] = []
         for _ in range(MAX_BATCHES_RUN):
             settling = self._staged is None or self._staged.count != count + warm
-            per_call = self.run(count, warm)
+            mean_s = self.run(count, warm)
             if not settling:
-                counted.append(per_call)
+                counted.append(mean_s)
             enough = len(counted) >= (2 if long_call else MIN_BATCHES)
             if enough or (counted and time.monotonic() > budget_ends):
                 break
         if not counted:
-            counted.append(pilot)
-        return Measured(counted, count)
+            counted.append(pilot_mean)
+        fastest = min(counted)
+        return Measured([call_s(m) for m in counted], count, fastest - call_s(fastest))
 
     def _stage(self, count: int) -> _WindowSets:
         if self._staged is not None and self._staged.count == count:
@@ -336,8 +342,9 @@ class Windows:
         return self._staged
 
     def run(self, count: int, warm: int) -> float:
-        """`warm` windows, then `count` more whose mean is the round's seconds a call. Raises
-        Stop when a checked output is wrong or the runner never finishes a window."""
+        """`warm` windows, then `count` more: the mean of those, a window's own cost still in
+        it. Raises Stop when a checked output is wrong or the runner never finishes a
+        window."""
         counted = count
         count += warm
         staged = self._stage(count)
@@ -359,19 +366,15 @@ class Windows:
         # The runner is asked first and queues its calls behind the gate; this process queues
         # the windows once it says so (grader/gate.py's QUEUED), so that no window waits for
         # the runner's host to launch its call.
-        seq = self.gate.next_seq
-        queued: list[list[tuple[torch.cuda.Event, torch.cuda.Event]]] = []
-
-        def open_windows() -> None:
-            queued.append(self.gate.enqueue(count, land, keep))
-
-        request = {"op": "windows", "slab": staged.slab_id, "seq": seq, "count": count}
+        request = {"op": "windows", "slab": staged.slab_id, "seq": self.gate.next_seq,
+                   "count": count}  # fmt: skip
         try:
-            reply = self.session.request_first(request, open_windows)
+            reply, marks = self.session.request_first(
+                request, lambda: self.gate.enqueue(count, land, keep)
+            )
         except BaseException:
             self.gate.force_open()
             raise
-        marks = queued[0]
         windows = self.gate.finish(marks, time.monotonic() + WINDOW_GRACE_S)
         if windows is None:
             raise Stop("rejected", "the runner answered before its calls' windows were done")
@@ -387,7 +390,7 @@ class Windows:
         seen = Sets(staged.seen, self.layout, count)
         _check_outputs(self, seen, pristine, outputs, staged.arena_seen)
         timed = windows[warm:]
-        return self.session.overheads.window_call_s(sum(timed) / counted)
+        return sum(timed) / counted
 
 
 @dataclass

@@ -226,6 +226,17 @@ def _reported_samples(reply: dict[str, Any], most: int) -> list[float]:
     return [value for value in kept if value is not None]
 
 
+def _harness_figures(measured: clock.Measured, floor_s: float, how: str) -> dict[str, Any]:
+    """The harness's own clock beside a case's time (CaseResult.time)."""
+    return {
+        "harness_per_call_s": measured.fastest_s,
+        "harness_floor_s": floor_s,
+        "calls_per_batch": measured.calls_per_batch,
+        "batches": len(measured.per_call_s),
+        "harness_clock": how,
+    }
+
+
 class _Grading:
     """One grading: the steps of `grade()` as short methods, in the order they run."""
 
@@ -549,11 +560,24 @@ class _Grading:
         under the harness's figure is also flagged."""
         assert result.time is not None
         budget_ends = time.monotonic() + self._budget()
+        reported = result.time
+        median = reported["median_s"]
         if session.gate is not None:
+            # The harness's windows rank: the fastest round's mean (grader/clock.py), the
+            # rounds' spread its distribution. The runner's own figures stay beside them in
+            # `runner_time`.
             windows = clock.Windows(self.side, session, setup, layout, self.problem.tolerance)
             measured = windows.measure(budget_ends)
-            floor_s = suspect_s = clock.window_floor(measured.fastest_s)
-            ceiling_s = math.inf
+            floor_s = clock.window_floor(measured.fastest_s)
+            result.runner_time = {key: reported[key] for key in RUNNER_FIGURES}
+            result.time = summarize(measured.per_call_s, reported["sm_clock_mhz"])
+            result.time.update(
+                _harness_figures(measured, floor_s, "windows"),
+                median_s=measured.fastest_s,
+                window_cost_s=measured.window_cost_s,
+                ranked_by="grader",
+            )
+            self._flag_under(setup, median, floor_s, floor_s, measured, "the grader's figure")
         else:
             overheads = session.overheads
             if self.peaks is not None:
@@ -563,52 +587,50 @@ class _Grading:
             batches = clock.Batches(
                 self.side, session, setup, layout, overheads, self.problem.tolerance
             )
-            measured = batches.measure(budget_ends, hint_s=result.time["median_s"])
+            measured = batches.measure(budget_ends, hint_s=median)
             warm = self.kind == "cpu" and self.mode == Mode.BENCHMARK
             warm_s = clock.cold_inputs_s(layout) if warm else 0.0
             floor_s, ceiling_s = clock.ranked_bounds(self.kind, measured.fastest_s, warm_s)
+            figures = _harness_figures(measured, floor_s, "batches")
+            if floor_s <= median <= ceiling_s:
+                reported.update(figures, ranked_by="runner")
+            else:
+                result.runner_time = {key: reported[key] for key in RUNNER_FIGURES}
+                bounded = [min(max(x, floor_s), ceiling_s) for x in samples]
+                result.time = summarize(bounded, reported["sm_clock_mhz"])
+                result.time.update(figures, ranked_by="grader")
             suspect_s = clock.ranked_floor(self.kind, measured.fastest_s, warm_s)
-        reported = result.time
-        how = (
-            "calls on fresh inputs, each timed alone on its own events"
-            if session.gate is not None
-            else "back-to-back calls on fresh inputs"
-        )
-        figures = {
-            "harness_per_call_s": measured.fastest_s,
-            "harness_floor_s": floor_s,
-            "calls_per_batch": measured.calls_per_batch,
-            "batches": len(measured.per_call_s),
-            "harness_clock": "windows" if session.gate is not None else "batches",
-        }
-        median = reported["median_s"]
-        if session.gate is not None:
-            # The harness's windows rank: the fastest round's mean (grader/clock.py), the
-            # rounds' spread its distribution. The runner's own figures stay beside them in
-            # `runner_time`.
-            result.runner_time = {key: reported[key] for key in RUNNER_FIGURES}
-            result.time = summarize(measured.per_call_s, reported["sm_clock_mhz"])
-            result.time.update(figures, median_s=measured.fastest_s, ranked_by="grader")
-        elif floor_s <= median <= ceiling_s:
-            reported.update(figures, ranked_by="runner")
-        else:
-            result.runner_time = {key: reported[key] for key in RUNNER_FIGURES}
-            bounded = [min(max(x, floor_s), ceiling_s) for x in samples]
-            result.time = summarize(bounded, reported["sm_clock_mhz"])
-            result.time.update(figures, ranked_by="grader")
-        ranked_at = "the grader's figure" if session.gate is not None else "that bound"
-        if median < suspect_s:
-            self.report.flags.append(
-                f"case {_label(setup.case)}: the runner's own median of "
-                f"{reported['median_s'] * 1e6:.3f} µs is under what the grader's clock allows "
-                f"({floor_s * 1e6:.3f} µs a call, from {measured.fastest_s * 1e6:.3f} µs "
-                f"over {measured.calls_per_batch} {how}); ranked at {ranked_at}"
-            )
+            self._flag_under(setup, median, suspect_s, floor_s, measured, "that bound")
         if result.time["median_s"] <= 0:
             raise Stop(
                 "rejected", f"case {_label(setup.case)}: a median time of zero is impossible"
             )
         self._apply_roofline(setup, result)
+
+    def _flag_under(
+        self,
+        setup: CaseSetup,
+        median: float,
+        suspect_s: float,
+        floor_s: float,
+        measured: clock.Measured,
+        ranked_at: str,
+    ) -> None:
+        """A runner's own median under `suspect_s` is flagged: no honest call is that far
+        under the grader's clock."""
+        if median >= suspect_s:
+            return
+        how = (
+            "calls on fresh inputs, each timed alone on its own events"
+            if measured.window_cost_s is not None
+            else "back-to-back calls on fresh inputs"
+        )
+        self.report.flags.append(
+            f"case {_label(setup.case)}: the runner's own median of {median * 1e6:.3f} µs is "
+            f"under what the grader's clock allows ({floor_s * 1e6:.3f} µs a call, from "
+            f"{measured.fastest_s * 1e6:.3f} µs over {measured.calls_per_batch} {how}); "
+            f"ranked at {ranked_at}"
+        )
 
     def _measures_roofline(self) -> bool:
         """Whether a benchmark case's reference call is measured for a physical floor: where

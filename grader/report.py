@@ -62,6 +62,7 @@ class CaseResult:
     # The case's timed calls: median_s (its ranked figure), mean_s, min_s, p10_s .. p90_s,
     # cv, iqr_over_median, samples, sm_clock_mhz; and the harness's own clock beside them:
     # harness_per_call_s, harness_floor_s, calls_per_batch, batches, harness_clock,
+    # window_cost_s (windows: what a window's calibrated cost took off the fastest round),
     # ranked_by ("runner", or "grader": on a GPU's windows their figure is median_s and the
     # rounds its distribution; with batches the floor raised the runner's samples). None
     # when untimed.

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import functools
 import itertools
 import math
 import os
@@ -20,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sandbox
 from grader import gate, nsight, shared
@@ -62,10 +61,11 @@ CALIBRATION_PINGS = 20
 # windows are left out (the runner's context wakes), the rest averaged.
 TRUSTED_BYTES = (4 << 20, 16 << 20, 32 << 20, 64 << 20)
 CALIBRATION_ROUNDS = 3
-CALIBRATION_WINDOWS = 40
+CALIBRATION_WINDOWS = 80
 CALIBRATION_SKIPPED = 5
 CALIBRATION_ALONE = 30
 _slab_ids = itertools.count(1)
+_Then = TypeVar("_Then")
 
 
 @dataclass(frozen=True)
@@ -294,16 +294,11 @@ class RunnerSession:
         for _ in range(CALIBRATION_ROUNDS):
             # This process queues its windows once the runner has queued its calls, as in a
             # round of a submission's windows (grader/clock.py).
-            seq = opened.next_seq
-            queued: list[list[tuple[Any, Any]]] = []
-            message = {"op": "windows", "seq": seq, "count": CALIBRATION_WINDOWS,
+            message = {"op": "windows", "seq": opened.next_seq, "count": CALIBRATION_WINDOWS,
                        "trusted_bytes": nbytes}  # fmt: skip
-            self._queued_first(
-                message,
-                functools.partial(_enqueue_into, queued, opened, CALIBRATION_WINDOWS),
-                gate.QUEUED_WAIT_S,
+            _, marks, _ = self._queued_first(
+                message, lambda: opened.enqueue(CALIBRATION_WINDOWS), gate.QUEUED_WAIT_S
             )
-            marks = queued[0]
             measured = opened.finish(marks, time.monotonic() + 5.0)
             if measured is None:
                 raise Stop("error", "the runner did not open its calibration windows")
@@ -354,33 +349,35 @@ class RunnerSession:
         with self.clock.phase(REQUEST_PHASES.get(str(message.get("op")), "requests")):
             return self._exchange(message, meanwhile)
 
-    def request_first(self, message: dict[str, Any], then: Callable[[], None]) -> dict[str, Any]:
+    def request_first(
+        self, message: dict[str, Any], then: Callable[[], _Then]
+    ) -> tuple[dict[str, Any], _Then]:
         """Send a windows request (grader/gate.py) and run `then` (which queues the harness's
         windows) once the runner says it has queued every call behind its gate, or after
         `queued_wait_s` when it has not said so (a call that waits for the device, say);
-        its reply."""
+        its reply and what `then` returned."""
         if not self._loaded:
             raise RuntimeError("request before the submission was loaded")
         with self.clock.phase(REQUEST_PHASES.get(str(message.get("op")), "requests")):
-            reply, in_time = self._queued_first(message, then, self.queued_wait_s)
+            reply, queued, in_time = self._queued_first(message, then, self.queued_wait_s)
             if not in_time:
                 self.queued_wait_s = 0.0
-            return reply
+            return reply, queued
 
     def _queued_first(
-        self, message: dict[str, Any], then: Callable[[], None], wait_s: float
-    ) -> tuple[dict[str, Any], bool]:
-        """The reply, and whether `queued` came within `wait_s`."""
+        self, message: dict[str, Any], then: Callable[[], _Then], wait_s: float
+    ) -> tuple[dict[str, Any], _Then, bool]:
+        """The reply, what `then` returned, and whether `queued` came within `wait_s`."""
         self._send(message)
         ready, _, _ = select.select([self._fd], [], [], wait_s)
         first = self._receive() if ready else None
-        then()
+        queued = then()
         in_time = first == gate.QUEUED
         if first is None or first == gate.QUEUED:
             first = self._receive()
         if first == gate.QUEUED:  # said late, after the windows were queued
             first = self._receive()
-        return first, in_time
+        return first, queued, in_time
 
     def _exchange(
         self, message: dict[str, Any], meanwhile: Callable[[], None] | None = None
@@ -536,7 +533,3 @@ class Standby:
     def close(self) -> None:
         while self._waiting:
             self._waiting.popleft().close()
-
-
-def _enqueue_into(into: list[Any], opened: gate.Gate, count: int) -> None:
-    into.append(opened.enqueue(count))

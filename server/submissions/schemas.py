@@ -125,8 +125,9 @@ class CaseReport(BaseModel):
         "min_s, p10_s..p90_s, cv, iqr_over_median, samples, sm_clock_mhz; and the grader's "
         "own clock (harness_clock: 'windows', each call between its own events on a GPU, or "
         "'batches' of calls on fresh inputs): harness_per_call_s, harness_floor_s, "
-        "calls_per_batch, batches, ranked_by ('runner', or 'grader': on a GPU's windows "
-        "their figure is median_s; with batches the floor raised the samples)",
+        "calls_per_batch, batches, window_cost_s (windows: the calibrated cost of a window "
+        "subtracted from the fastest round's mean), ranked_by ('runner', or 'grader': on a "
+        "GPU's windows their figure is median_s; with batches the floor raised the samples)",
     )
     runner_time: dict[str, Any] | None = Field(
         default=None,

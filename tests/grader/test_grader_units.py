@@ -482,11 +482,17 @@ def test_windows_are_queued_once_the_runner_has_queued_its_calls(says_queued: st
 
     thread = threading.Thread(target=runner)
     thread.start()
-    reply, in_time = session._queued_first(  # type: ignore[attr-defined]
-        {"op": "windows"}, lambda: events.append("windows queued"), 0.1
+
+    def open_windows() -> str:
+        events.append("windows queued")
+        return "marks"
+
+    reply, marks, in_time = session._queued_first(  # type: ignore[attr-defined]
+        {"op": "windows"}, open_windows, 0.1
     )
     thread.join()
     assert reply == {"ok": True, "outputs": [1]}
+    assert marks == "marks"  # what queuing the windows returned comes back with the reply
     assert events == ["windows queued", "replied"]
     # Said in time: later rounds wait for it again; late or never: they open at once.
     assert in_time is (says_queued == "first")
