@@ -28,6 +28,7 @@ from service_demo import REPO, TERMINAL, add_user, call, serving
 
 from grader import nsight
 from grader.harness import grade
+from grader.hostsettings import HostSettings
 from grader.problem import load_problem
 from grader.profiling import NVTX_RANGE, PROFILED_CALLS
 from grader.report import PROFILE_FILE
@@ -251,7 +252,7 @@ def main() -> int:
         help="grade with grader.harness.grade in this process, not the service",
     )
     args = parser.parse_args()
-    ncu = nsight.find_ncu()
+    ncu = nsight.find_ncu(HostSettings.from_env().ncu)
     if ncu is None:
         print("no ncu on this host")
         return 1

@@ -13,14 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import sandbox
+from grader.hostsettings import HostSettings
 from sandbox.bwrap import SANDBOX_HOME, SANDBOX_USER, SYSTEM_PATHS
 
 GRADER_PACKAGE = Path(__file__).resolve().parent
 # Inside the sandbox.
 RUN_DIR = "/kj/run"
 LIB_DIR = "/kj/lib"
-# Extra read-only host paths a site needs inside (for example a CUDA toolkit under /opt).
-EXTRA_PATHS_ENV = "KJ_SANDBOX_RO_PATHS"
 DEFAULT_MEMORY_BYTES = 8 << 30
 
 
@@ -63,8 +62,9 @@ def _python_paths() -> list[str]:
 def runner_isolation(
     work: Path, kind: str, memory_bytes: int | None = None, more_paths: Sequence[str] = ()
 ) -> sandbox.Isolation:
-    """`more_paths`: host folders this runner needs besides a site's (Nsight Compute's)."""
-    extra = [p for p in os.environ.get(EXTRA_PATHS_ENV, "").split(":") if p]
+    """`more_paths`: host folders this runner needs (Nsight Compute's) besides those the
+    site names in KJ_SANDBOX_RO_PATHS."""
+    extra = list(HostSettings.from_env().sandbox_ro_paths)
     extra += [p for p in more_paths if p not in extra]
     return sandbox.Isolation(
         cwd=RUN_DIR,

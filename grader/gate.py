@@ -15,7 +15,6 @@ instead of the runner copying it into a result slot inside the timed window."""
 from __future__ import annotations
 
 import ctypes
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,11 +23,6 @@ import torch
 
 from grader.shared import ALIGN, SharedMemoryError, Slab
 
-# The clock a GPU grading's ranked bound comes from: "windows" (the default: each call
-# between the harness's own events, this module) or "batches" (back-to-back calls on the
-# harness's host clock, grader/clock.py's Batches: what a driver that cannot make the gate
-# gets too). Read by the worker's grader process.
-CLOCK_ENV = "KJ_GPU_CLOCK"
 GATE_BYTES = 4096
 FLUSH_MIN_BYTES = 128 << 20
 GO, DONE = 0, 256  # byte offsets of the two 32-bit flags in the gate's slab
@@ -40,11 +34,6 @@ QUEUED = {"ok": True, "queued": True}
 QUEUED_WAIT_S = 1.0
 _WAIT_GEQ = 0x0  # CU_STREAM_WAIT_VALUE_GEQ
 _WRITE_DEFAULT = 0x0  # a memory barrier before the write: the calls' writes land first
-
-
-def windows_chosen() -> bool:
-    """Whether this host's gradings time their calls in windows (CLOCK_ENV)."""
-    return os.environ.get(CLOCK_ENV, "windows").strip().lower() != "batches"
 
 
 class StreamOps:

@@ -26,6 +26,7 @@ from grader.confine import DEFAULT_MEMORY_BYTES
 from grader.device import DeviceInfo, detect_device
 from grader.devicemap import harness_device_map
 from grader.expected import CUDA_ONLY, CaseSetup, ProblemSide, device_env
+from grader.hostsettings import HostSettings
 from grader.plausibility import label as _label
 from grader.problem import Problem
 from grader.report import PROFILE_FILE, CaseResult, Mode, PhaseClock, Report, Stop
@@ -153,7 +154,7 @@ def _profiler(mode: str, kind: str) -> tuple[str | None, str]:
         return None, profiling.ON_CPU
     if _ncu_refused:
         return None, _ncu_refused[0]
-    ncu = nsight.find_ncu()
+    ncu = nsight.find_ncu(HostSettings.from_env().ncu)
     return ncu, "" if ncu else nsight.WHY_NOT["missing"]
 
 

@@ -35,7 +35,6 @@ from grader.protocol import recv_fd, send_fd, send_message
 from grader.report import Stop
 
 TOOL = "nsight-compute"
-NCU_ENV = "KJ_NCU"  # the worker's ncu, when it is not on PATH or under /usr/local/cuda*
 # What a case's profile calls look like to Nsight Compute: an NVTX range of this name, its
 # case's number after a space (the report's kernels are renamed by it on import).
 RANGE_PREFIX = NVTX_RANGE
@@ -85,9 +84,9 @@ WHY_NOT = {
 # -- the worker's side ----------------------------------------------------------------------
 
 
-def find_ncu() -> str | None:
-    """The `ncu` this worker profiles with: KJ_NCU, else PATH, else a CUDA toolkit's."""
-    named = os.environ.get(NCU_ENV)
+def find_ncu(named: str) -> str | None:
+    """The `ncu` this worker profiles with: `named` (the host's KJ_NCU,
+    grader/hostsettings.py) when set, else PATH's, else the newest CUDA toolkit's."""
     if named:
         return named if os.access(named, os.X_OK) else None
     found = shutil.which("ncu")

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import sandbox
 from grader import gate, nsight, shared
 from grader.confine import GRADER_PACKAGE, runner_env, runner_isolation
+from grader.hostsettings import HostSettings
 from grader.protocol import (
     ChannelClosed,
     ChannelError,
@@ -257,7 +258,7 @@ class RunnerSession:
             self._exchange_now({"op": "ping"})
             pings.append(time.perf_counter() - started)
         round_trip = min(pings)
-        if self.kind != "cuda" or self.ncu or not gate.windows_chosen():
+        if self.kind != "cuda" or self.ncu or not HostSettings.from_env().clock_windows:
             return Overheads(round_trip)  # profile mode ranks nothing
         try:
             self.gate = gate.Gate()

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sandbox.cgroup import CgroupLimits
+from sandbox.settings import BWRAP_ENV, SandboxSettings
 
 SANDBOX_UID = 65534
 SANDBOX_USER = "sandbox"
@@ -48,11 +49,11 @@ class SandboxUnavailable(RuntimeError):
 
 
 def bwrap_path() -> str:
-    found = os.environ.get("KJ_BWRAP") or shutil.which("bwrap")
+    found = SandboxSettings.from_env().bwrap or shutil.which("bwrap")
     if not found or not os.access(found, os.X_OK):
         raise SandboxUnavailable(
             "bubblewrap is not installed: install the Debian/Ubuntu package `bubblewrap` "
-            "(or set KJ_BWRAP to its binary)"
+            f"(or set {BWRAP_ENV} to its binary)"
         )
     return found
 

@@ -15,7 +15,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-PARENT_ENV = "KJ_SANDBOX_CGROUP"
+from sandbox.settings import CGROUP_ENV, SandboxSettings
+
 _GROUP_PREFIX = "kj-"
 _SUPERVISOR = "kj-supervisor"
 _V2_CONTROLLERS = ("memory", "pids", "cpu")
@@ -114,7 +115,7 @@ class Cgroup:
             for controller in _V1_CONTROLLERS:
                 if controller not in mounts:
                     continue
-                parent = os.environ.get(PARENT_ENV) or own.get(controller, "/")
+                parent = SandboxSettings.from_env().sandbox_cgroup or own.get(controller, "/")
                 folder = mounts[controller] / _under_mount(parent, mounts[controller]) / name
                 if folder not in dirs.values():  # controllers mounted together share one
                     folder.mkdir()
@@ -141,7 +142,7 @@ class Cgroup:
         own = _own_paths().get("", "/")
         if own.endswith("/" + _SUPERVISOR):
             own = own[: -len(_SUPERVISOR) - 1] or "/"
-        parent = mount / _under_mount(os.environ.get(PARENT_ENV) or own, mount)
+        parent = mount / _under_mount(SandboxSettings.from_env().sandbox_cgroup or own, mount)
         try:
             _enable_controllers(parent)
             folder = parent / name
@@ -149,7 +150,7 @@ class Cgroup:
         except OSError as exc:
             raise CgroupUnavailable(
                 f"cannot make a cgroup v2 group under {parent}: {exc}; run the worker in a "
-                f"cgroup of its own, or delegate one and name it in {PARENT_ENV}"
+                f"cgroup of its own, or delegate one and name it in {CGROUP_ENV}"
             ) from exc
         group = cls(2, {"": folder}, limits)
         try:
