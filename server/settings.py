@@ -10,10 +10,15 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 EMBEDDED = "embedded"
+MIN_SECRET_KEY_CHARS = 32
+
+
+class InsecureSettings(RuntimeError):
+    """The settings are unsafe to serve with (e.g. no secret key in production)."""
 
 
 class Settings(BaseSettings):
-    """Every setting is documented in the README's "Settings" table."""
+    """Every setting is documented in the README's "Settings" table (a test checks)."""
 
     model_config = SettingsConfigDict(env_prefix="KJ_", extra="ignore")
 
@@ -105,6 +110,22 @@ class Settings(BaseSettings):
         if self.broker_is_embedded:
             return f"kjsqla+sqlite:///{(self.data_dir / 'broker.sqlite3').resolve()}"
         return self.broker_url
+
+    def check_secret_key(self) -> None:
+        """Refuses a site outside development whose KJ_SECRET_KEY is unset or shorter than
+        MIN_SECRET_KEY_CHARS; in development an unset key is generated (server/web/sessions.py).
+        Checked by what signs cookies, not on loading: a worker has no key and needs none."""
+        if self.environment == "development":
+            return
+        if not self.secret_key:
+            raise InsecureSettings(
+                "set KJ_SECRET_KEY (e.g. from `python3 -c 'import secrets; "
+                "print(secrets.token_urlsafe(48))'`): production needs a secret of its own"
+            )
+        if len(self.secret_key) < MIN_SECRET_KEY_CHARS:
+            raise InsecureSettings(
+                f"KJ_SECRET_KEY must be at least {MIN_SECRET_KEY_CHARS} characters in production"
+            )
 
     def ensure_data_dir(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -53,10 +53,6 @@ class PageSessions:
             await self.app(scope, receive, send)
 
 
-class InsecureSettings(RuntimeError):
-    """The settings are unsafe to serve with (e.g. no secret key in production)."""
-
-
 class CsrfFailed(Forbidden):
     """A form arrived without the token of the session that showed it."""
 
@@ -65,16 +61,11 @@ class CsrfFailed(Forbidden):
 
 def secret_key(settings: Settings) -> str:
     """``KJ_SECRET_KEY``; in development, when unset, one generated once and kept in the data
-    dir so that every process of this install signs alike. Outside development it must be set."""
+    dir so that every process of this install signs alike. Outside development it must be set
+    (`Settings.check_secret_key`)."""
+    settings.check_secret_key()
     if settings.secret_key:
-        if settings.environment != "development" and len(settings.secret_key) < 32:
-            raise InsecureSettings("KJ_SECRET_KEY must be at least 32 characters in production")
         return settings.secret_key
-    if settings.environment != "development":
-        raise InsecureSettings(
-            "set KJ_SECRET_KEY (e.g. from `python3 -c 'import secrets; "
-            "print(secrets.token_urlsafe(48))'`): production needs a secret of its own"
-        )
     settings.ensure_data_dir()
     return read_or_create_key(settings.data_dir / SECRET_KEY_FILE)
 

@@ -10,10 +10,10 @@ import pytest
 
 from server.app import create_app
 from server.db import session_scope
-from server.settings import Settings, get_settings
+from server.settings import InsecureSettings, Settings, get_settings
 from server.users.repository import get_user_by_name
 from server.users.service import moderate_user
-from server.web.sessions import InsecureSettings, secret_key
+from server.web.sessions import secret_key
 from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form
 
 pytestmark = pytest.mark.anyio
@@ -241,9 +241,9 @@ async def test_admin_pages_need_an_admin(browser: httpx.AsyncClient) -> None:
 
 
 def test_production_refuses_to_run_without_a_secret_key(tmp_path: Path) -> None:
-    with pytest.raises(InsecureSettings):
+    with pytest.raises(InsecureSettings, match="set KJ_SECRET_KEY"):
         secret_key(Settings(environment="production", data_dir=tmp_path))
-    with pytest.raises(InsecureSettings):
+    with pytest.raises(InsecureSettings, match="at least 32 characters"):
         secret_key(Settings(environment="production", data_dir=tmp_path, secret_key="short"))
     strong = "k" * 40
     assert secret_key(Settings(environment="production", secret_key=strong)) == strong
