@@ -18,6 +18,9 @@ from server.client.errors import NotLoggedIn
 
 APP_NAME = "kerneljudge"
 LOGIN_FILE = "login.json"
+# The client's whole environment (the README's settings table lists it).
+URL_ENV = "KJ_URL"
+TOKEN_ENV = "KJ_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -69,11 +72,11 @@ def load() -> Login:
     """The environment's KJ_URL and KJ_TOKEN win over what was stored. A token stored for
     another server than KJ_URL's is not sent there."""
     saved = stored()
-    url = os.environ.get("KJ_URL") or saved.get("url")
+    url = os.environ.get(URL_ENV) or saved.get("url")
     if not url:
         raise NotLoggedIn("no server: run `kerneljudge login URL` or set KJ_URL (and KJ_TOKEN)")
     url = normalize_url(url)
-    token = os.environ.get("KJ_TOKEN") or None
+    token = os.environ.get(TOKEN_ENV) or None
     if token is None and saved.get("url") and normalize_url(saved["url"]) == url:
         token = saved.get("token") or None
     return Login(url=url, token=token)
