@@ -4,7 +4,7 @@ submit at once, and the script times the backlog from its first POST to its last
 while sampling the GPU's utilisation with nvidia-smi. Then the turnaround of single test
 submissions, one after another, and where each grading's time went (its report's phases).
 
-    python bench/backlog.py [--problem vectoradd [--problem rmsnorm ...]] [--test 24]
+    python -m bench.backlog [--problem vectoradd [--problem rmsnorm ...]] [--test 24]
         [--leaderboard 10] [--users 4] [--turnarounds 5] [--out backlog.json]
 
 Each problem's PyTorch solution (`solutions/pytorch.py`); the test-mode backlog and the
@@ -20,14 +20,11 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.service_demo import REPO, TERMINAL, add_user, call, serving
 

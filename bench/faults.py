@@ -5,8 +5,8 @@ Idempotency-Key, sent again on a 503 or a connection error) while a worker is ki
 mid-grading, Redis is stopped and started, and PostgreSQL is stopped and started. Prints
 what the client saw and what the database holds, and writes it as JSON.
 
-    python bench/faults.py --submissions 1000 --workers 2 --out faults.json
-    python bench/faults.py --submissions 300 --appendonly
+    python -m bench.faults --submissions 1000 --workers 2 --out faults.json
+    python -m bench.faults --submissions 300 --appendonly
 
 Needs PostgreSQL's server binaries, redis-server and bubblewrap (the workers' sandbox).
 The rig is tests/integration/faults_rig.py."""
@@ -18,14 +18,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.integration.faults_rig import (
     FAULT_SETTINGS,

@@ -4,7 +4,7 @@
 # as wheels in .whl/, and CuTe DSL's wheels (nvidia-cutlass-dsl[cu13]) as one .tar.xz of
 # their files in .cute/, cut into two pieces: at 66 MB it exceeds what one device call
 # carries beside the tree, so the first piece travels in a call of its own and waits on the
-# host (bench/h200_session.sh: CUTE_PARTS).
+# host (bench/gpu.sh: CUTE_PARTS).
 #   bash bench/fetch_languages.sh
 set -euo pipefail
 CUTE_VERSION=4.8.1

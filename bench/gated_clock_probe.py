@@ -17,7 +17,7 @@ time? Measures, per benchmark case of a built-in problem's solution, on one GPU:
 
 A probe, not the grader: two plain processes (no sandbox), the solution imported by the
 runner, outputs checked against the reference on a few sets per batch. Usage on a GPU host:
-`python3 bench/gated_clock_probe.py [--problems vectoradd rmsnorm matmul] [--batches 5]`.
+`python3 -m bench.gated_clock_probe [--problems vectoradd rmsnorm matmul] [--batches 5]`.
 """
 
 from __future__ import annotations
@@ -34,17 +34,16 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+import torch
+import yaml
+
+from grader import shared
+from grader.gate import DONE, GO, Arena, StreamOps
+from grader.protocol import recv_fd, recv_message, send_fd, send_message
+from grader.staging import Layout, Sets
+from grader.timing import Timer
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-import yaml  # noqa: E402
-
-from grader import shared  # noqa: E402
-from grader.gate import DONE, GO, Arena, StreamOps  # noqa: E402
-from grader.protocol import recv_fd, recv_message, send_fd, send_message  # noqa: E402
-from grader.staging import Layout, Sets  # noqa: E402
-from grader.timing import Timer  # noqa: E402
 
 BATCH_S = 0.05
 MAX_CALLS = 2000
@@ -193,9 +192,11 @@ class Channel:
         self.sock, theirs = socket.socketpair()
         import subprocess
 
+        runner = ["-m", "bench.gated_clock_probe", "--runner", str(theirs.fileno())]
         self.child = subprocess.Popen(
-            [sys.executable, __file__, "--runner", str(theirs.fileno()), problem, solution],
+            [sys.executable, *runner, problem, solution],
             pass_fds=(theirs.fileno(),),
+            cwd=ROOT,
         )
         theirs.close()
         self.ids = 0

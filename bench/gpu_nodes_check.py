@@ -1,22 +1,19 @@
 """On a host of several GPUs: a sandboxed runner sees only its worker's GPU, and a child
 it starts with another CUDA_VISIBLE_DEVICES cannot reach the others.
 
-    CUDA_VISIBLE_DEVICES=1 python bench/gpu_nodes_check.py
+    CUDA_VISIBLE_DEVICES=1 python -m bench.gpu_nodes_check
 
 Prints what the sandboxed program saw and exits 1 if it could use a GPU it was not given."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import contextlib
 
 import sandbox
 from grader.confine import runner_env, runner_isolation

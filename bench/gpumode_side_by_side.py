@@ -5,7 +5,7 @@ our median); with `--mode test`, each one's verdict on the problem's test cases.
 problem is a folder of GPU MODE's reference-kernels as published, brought in as
 bench/outside/README.md says (never committed); eval.py and utils.py sit beside it.
 
-    python bench/gpumode_side_by_side.py .ext/gpumode/pmpp_v2/vectoradd_py \
+    python -m bench.gpumode_side_by_side .ext/gpumode/pmpp_v2/vectoradd_py \
         problems/vectoradd/solutions/pytorch.py [--mode leaderboard|test] [--out PATH]
 """
 
@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.backlog import Utilisation
 

@@ -5,7 +5,7 @@ of each example solution's verdict against what its folder name promises
 `submission.py` should pass where a problem ships no solutions) and the reason for any
 other outcome.
 
-    python bench/gpumode_sweep.py CHECKOUT [--device cpu|cuda] [--timeout S] [--json PATH]
+    python -m bench.gpumode_sweep CHECKOUT [--device cpu|cuda] [--timeout S] [--json PATH]
                                   [--resume] [--only PATTERN ...] [--commit SHA]
                                   [--memory-gib N] [--jobs N] [--declare YAML]
 
@@ -119,7 +119,6 @@ def validate_one(
     if memory_gib:
         limit = int(memory_gib * (1 << 30))
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-    sys.path.insert(0, str(REPO))
     from grader.problem import ProblemError, example_solutions, load_problem
     from grader.validate import validate
 
@@ -173,7 +172,7 @@ def run_one(
 ) -> Row:
     """Validate one problem in a child process (its own session, so that stopping it stops
     whatever it started)."""
-    command = [sys.executable, str(Path(__file__).resolve()), "--one", str(folder)]
+    command = [sys.executable, "-m", "bench.gpumode_sweep", "--one", str(folder.resolve())]
     command += ["--label", label, "--device", device]
     if memory_gib:
         command += ["--memory-gib", str(memory_gib)]
@@ -181,7 +180,7 @@ def run_one(
         command += ["--declared-json", json.dumps(declared)]
     started = time.monotonic()
     child = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, start_new_session=True
     )
     try:
         out, err = child.communicate(timeout=timeout_s)

@@ -2,8 +2,8 @@
 through the whole ASGI app (middleware, dependencies, the route, the commit), one request at
 a time, on a PostgreSQL cluster and a redis-server this script starts on ports of its own.
 
-    python bench/intake_cost.py --requests 500
-    python bench/intake_cost.py --requests 500 --profile intake.prof   # cProfile of the API
+    python -m bench.intake_cost --requests 500
+    python -m bench.intake_cost --requests 500 --profile intake.prof   # cProfile of the API
 
 The client is httpx's ASGI transport in the same process, so the figures include its cost
 too (measured alone with `--client-only`, against an app that answers at once). Prints a
@@ -16,13 +16,10 @@ import asyncio
 import cProfile
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tests.integration.cluster import postgres_cluster, redis_server
 

@@ -7,7 +7,7 @@ through the driver as a submission could; over A and B; and over A and B with th
 asked for again in every call (A+B*). Each with the grader's reset of the persisting lines
 (and of the carve-out, when there is one) before every timed call turned off and on.
 
-    python3 bench/l2_persisting.py [--sizes 2048,3072,4096] [--budget 2] [--repeats 3]
+    python3 -m bench.l2_persisting [--sizes 2048,3072,4096] [--budget 2] [--repeats 3]
 
 Prints a table; each median is the middle of `--repeats` timed cases, and the ratio is the
 window's median over the honest one at the same setting.

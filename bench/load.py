@@ -3,8 +3,8 @@
 driven by wrk: throughput, latency, errors, the API's memory, and a check that every
 accepted submission made exactly one row.
 
-    python bench/load.py --duration 15 --out load.json
-    python bench/load.py --phases submit,mixed --users 200 --submissions 10000 --keep
+    python -m bench.load --duration 15 --out load.json
+    python -m bench.load --phases submit,mixed --users 200 --submissions 10000 --keep
 
 Needs wrk (`apt-get install wrk`), PostgreSQL's server binaries and redis-server. The
 seeding is `bench/load_seed.py`. No grading worker runs: the submissions made under load
@@ -32,8 +32,6 @@ from typing import Any
 
 import httpx
 from sqlalchemy import Engine, create_engine, func, select, text
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # Only the tables: the rest of `server` reads the KJ_ settings when imported, and this
 # process never has them (serve and the seeding run as processes of their own).

@@ -2,7 +2,7 @@
 leaderboard-mode submissions with reports shaped like real ones, bulk-inserted into the
 database that the ``KJ_`` environment names.
 
-    KJ_DATABASE_URL=postgresql+psycopg://... python bench/load_seed.py --tokens tokens.txt
+    KJ_DATABASE_URL=postgresql+psycopg://... python -m bench.load_seed --tokens tokens.txt
 
 load.py runs it as a process of its own, as a `kerneljudge` command runs: importing the
 server reads the settings, so they must be in the environment before it starts. Prints the
@@ -17,7 +17,6 @@ import itertools
 import json
 import math
 import random
-import sys
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -26,8 +25,6 @@ from typing import Any
 
 from sqlalchemy import JSON, insert, select, text
 from sqlalchemy.orm import Session
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from server.cli import prepare_database
 from server.db import session_scope

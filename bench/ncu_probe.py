@@ -3,7 +3,7 @@ and inside it? A target script runs a few kernels inside an NVTX range and one o
 each ncu run is asked for the range's kernels only, and the report is read back with
 `ncu --import`. What profile mode needs to know before it is built on this host.
 
-    python bench/ncu_probe.py [--out FILE]"""
+    python -m bench.ncu_probe [--out FILE]"""
 
 from __future__ import annotations
 
@@ -18,8 +18,6 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import sandbox
 from grader.confine import RUN_DIR, runner_env, runner_isolation

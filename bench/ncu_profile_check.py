@@ -5,7 +5,7 @@ in profile mode (REST, as a competitor would); its report file is downloaded and
 same public benchmark inputs with the same calls (one to warm up, three profiled), and each
 kernel's median duration is set beside the service's. Afterwards: the GPU's processes.
 
-    python bench/ncu_profile_check.py [SOLUTION ...] [--out FILE]
+    python -m bench.ncu_profile_check [SOLUTION ...] [--out FILE]
     # default: vectoradd's pytorch, triton and cuda_inline solutions"""
 
 from __future__ import annotations
@@ -21,11 +21,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from service_demo import REPO, TERMINAL, add_user, call, serving
-
+from bench.service_demo import REPO, TERMINAL, add_user, call, serving
 from grader import nsight
 from grader.harness import grade
 from grader.hostsettings import HostSettings

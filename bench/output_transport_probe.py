@@ -4,7 +4,7 @@ own device memory, instead of the runner copying it into a result slot inside th
 CUDA's legacy IPC (cuIpcGetMemHandle) and the harness opens it (cuIpcOpenMemHandle), across
 the sandbox's namespaces.
 
-    python bench/output_transport_probe.py          # on a GPU host, bubblewrap at $KJ_BWRAP
+    python -m bench.output_transport_probe          # on a GPU host, bubblewrap at $KJ_BWRAP
 
 Prints one JSON line: whether the handle was made, opened, and read back right, and how long
 opening it took."""
@@ -13,13 +13,9 @@ from __future__ import annotations
 
 import ctypes
 import json
-import sys
 import time
-from pathlib import Path
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grader.report import PhaseClock
 from grader.session import RunnerSession

@@ -2,7 +2,7 @@
 benchmark mode on this GPU: the per-case medians show whether each benchmark case is long
 enough that launch overhead does not dominate (about 50 µs or more on an H200).
 
-    python bench/problem_times.py [--out FILE] [PROBLEM ...]
+    python -m bench.problem_times [--out FILE] [PROBLEM ...]
 
 One harness process; each grading has its own sandboxed runner, as on a worker."""
 
@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from grader.calibrate import measure_peaks
 from grader.harness import grade

@@ -3,12 +3,12 @@ how much an honest score moves between fresh gradings, whether benchmark and lea
 mode agree, what the hostile timing cases score beside the honest solution, a launch-bound
 KernelBench module, and each case's figure beside Nsight Compute's kernel time.
 
-    python bench/ranked_clock.py spread [--runs 10] [--problems vectoradd rmsnorm matmul]
-    python bench/ranked_clock.py modes [--problems ...]
-    python bench/ranked_clock.py hostile [--device cuda]
-    python bench/ranked_clock.py launch-bound [--runs 10]
-    python bench/ranked_clock.py ncu [--problems ...]          # needs ncu on PATH
-    python bench/ranked_clock.py all --runs 10 --out results.json
+    python -m bench.ranked_clock spread [--runs 10] [--problems vectoradd rmsnorm matmul]
+    python -m bench.ranked_clock modes [--problems ...]
+    python -m bench.ranked_clock hostile [--device cuda]
+    python -m bench.ranked_clock launch-bound [--runs 10]
+    python -m bench.ranked_clock ncu [--problems ...]          # needs ncu on PATH
+    python -m bench.ranked_clock all --runs 10 --out results.json
     ... --tree OTHER      # grade with another checkout's grader (today's against an older one)
 
 Gradings go through grader.harness.grade(), sandboxed, one after another in this process with

@@ -1,8 +1,8 @@
 """How much a score moves between gradings, and what a grading costs, on this machine.
 
-    python bench/repeatability.py runs PROBLEM SOLUTION [--runs 10] [--mode benchmark]
-    python bench/repeatability.py overhead PROBLEM SOLUTION [SOLUTION ...]
-    python bench/repeatability.py one PROBLEM SOLUTION MODE      # one grading, JSON report
+    python -m bench.repeatability runs PROBLEM SOLUTION [--runs 10] [--mode benchmark]
+    python -m bench.repeatability overhead PROBLEM SOLUTION [SOLUTION ...]
+    python -m bench.repeatability one PROBLEM SOLUTION MODE      # one grading, JSON report
 
 `runs` grades one submission N times, each in a fresh process (a fresh harness and a fresh
 runner, as a worker does), and prints the score's and each case's median spread across
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
 
 
 def one(problem: str, solution: str, mode: str) -> None:
@@ -42,7 +41,7 @@ def _has_cuda() -> bool:
 def graded(problem: str, solution: str, mode: str) -> tuple[dict[str, Any], float]:
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, __file__, "one", problem, solution, mode],
+        [sys.executable, "-m", "bench.repeatability", "one", problem, solution, mode],
         capture_output=True, text=True, timeout=900, cwd=REPO,
     )  # fmt: skip
     wall = time.monotonic() - started

@@ -1,7 +1,7 @@
 """The cost of isolation: wall time from start to report of a test-mode grading, with the
 runner in the sandbox and without it, alternating, in this process.
 
-    python bench/sandbox_overhead.py [--device cpu|cuda] [--runs 5] [--solution pytorch]
+    python -m bench.sandbox_overhead [--device cpu|cuda] [--runs 5] [--solution pytorch]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """End-to-end run of a single-machine install on this host's device, as a user would do it:
 `kerneljudge user add`, `kerneljudge serve`, then HTTP only (submit, poll, leaderboard).
 
-    python bench/service_demo.py [SOLUTION ...]   # default: vectoradd's pytorch and triton
+    python -m bench.service_demo [SOLUTION ...]   # default: vectoradd's pytorch and triton
 
 Prints each report (status, score, per-case medians, device) and the leaderboard. Used to
 show the service grading on a GPU worker (see docs/benchmarks.md)."""

@@ -5,7 +5,7 @@ runner takes to import torch and to make its CUDA context; whether another proce
 its context disturbs the timing of a kernel here; and, for the record, the phases of one
 test-mode and one leaderboard-mode grading through the pipe transport.
 
-    python bench/transport_probe.py [--out probe.json] [--skip-grading]
+    python -m bench.transport_probe [--out probe.json] [--skip-grading]
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import sandbox
 from grader import shared

@@ -1,7 +1,7 @@
 """Turnaround of test-mode submissions through a single-machine install on this host: the
 time from `POST /api/v1/submissions` until the API reports a verdict, as a user waits for it.
 
-    python bench/turnaround.py [--runs 6] [--problem vectoradd] [--solution pytorch]
+    python -m bench.turnaround [--runs 6] [--problem vectoradd] [--solution pytorch]
 
 `kerneljudge serve` with its local worker (sandboxed, as in production), one submission at
 a time with a short pause between them (the worker's pool forks a fresh process after
@@ -14,14 +14,11 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.service_demo import REPO, TERMINAL, add_user, serving
 

@@ -2,7 +2,7 @@
 with its local worker, the archive uploaded over REST, its validation on the worker, then
 submissions over HTTP and the leaderboard.
 
-    python bench/upload_demo.py ARCHIVE [expect:invalid] [pass:SOLUTION.py] [fail:SOLUTION.py]
+    python -m bench.upload_demo ARCHIVE [expect:invalid] [pass:SOLUTION.py] [fail:SOLUTION.py]
         [ARCHIVE ...]
 
 Archives are uploaded in turn to the same service: one of the same problem with changed
@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.service_demo import TERMINAL, add_user, serving
 

@@ -1,10 +1,10 @@
 """Our timing protocol against Nsight Compute on this GPU.
 
-    python bench/validate_timing.py ours            # our median per kernel (JSON lines)
-    python bench/validate_timing.py profile NAME    # run under ncu: NAME's calls in NVTX ranges
-    python bench/validate_timing.py compare OUT     # both, and the table (needs ncu on PATH)
-    python bench/validate_timing.py gaps NAME [MS ...]   # NAME with idle gaps between samples
-    python bench/validate_timing.py ours --min-pause-ms MS  # ours, with a minimum pause
+    python -m bench.validate_timing ours            # our median per kernel (JSON lines)
+    python -m bench.validate_timing profile NAME    # run under ncu: NAME's calls in NVTX ranges
+    python -m bench.validate_timing compare OUT     # both, and the table (needs ncu on PATH)
+    python -m bench.validate_timing gaps NAME [MS ...]   # NAME with idle gaps between samples
+    python -m bench.validate_timing ours --min-pause-ms MS  # ours, with a minimum pause
 
 `ours` uses grader.timing.Timer exactly as the runner does (L2 flush, launch lead, events,
 the stopping rule). The ncu pass replays each kernel of PROFILE_CALLS calls with
@@ -24,9 +24,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.kernels import KERNELS
+from bench.kernels import KERNELS, REPO
 from grader import timing
 from grader.calibrate import measure_peaks
 from grader.timing import Timer, summarize
@@ -89,9 +87,9 @@ def ncu_per_call(name: str) -> tuple[list[float], list[str]]:
         "ncu", "--clock-control", "none", "--cache-control", "all",
         "--nvtx", "--nvtx-include", f"{RANGE}/",
         "--metrics", "gpu__time_duration.sum", "--csv", "--print-units", "base",
-        sys.executable, __file__, "profile", name,
+        sys.executable, "-m", "bench.validate_timing", "profile", name,
     ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=400)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=400, cwd=REPO)
     rows = [
         row
         for row in csv.DictReader(io.StringIO(_csv_part(done.stdout)))

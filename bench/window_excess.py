@@ -3,7 +3,7 @@ grader/clock.py's Windows): leaderboard gradings of built-in solutions with the 
 side of each window changed one way at a time, printing per case the runner's median, the
 windows' figure and their ratio, and the window cost calibrated for that grading.
 
-    python bench/window_excess.py [--runs 3] [--problems vectoradd rmsnorm]
+    python -m bench.window_excess [--runs 3] [--problems vectoradd rmsnorm]
         [--variants as_is unqueued landed_first double_flush]
 
 Variants (the harness's side only; the runner and its timer are unchanged):

@@ -24,36 +24,36 @@ date -u +%FT%TZ | tee -a "$OUT/gpu.txt"
 STAGES=${STAGES:-spread hostile probe}
 stage() { [[ " $STAGES " == *" $1 "* ]]; }
 if stage spread; then
-    timeout "${SPREAD_S:-240}" python3 bench/ranked_clock.py spread --runs "$RUNS" \
+    timeout "${SPREAD_S:-240}" python3 -m bench.ranked_clock spread --runs "$RUNS" \
         --problems ${PROBLEMS:-vectoradd rmsnorm matmul} \
         > "$OUT/spread.jsonl" 2> "$OUT/spread.err"
     echo "spread: $?"
 fi
 if stage hostile; then
-    timeout 180 python3 bench/ranked_clock.py hostile > "$OUT/hostile.jsonl" 2> "$OUT/hostile.err"
+    timeout 180 python3 -m bench.ranked_clock hostile > "$OUT/hostile.jsonl" 2> "$OUT/hostile.err"
     echo "hostile: $?"
 fi
 if stage launch; then
-    timeout "${LAUNCH_S:-200}" python3 bench/ranked_clock.py launch-bound --runs "$RUNS" \
+    timeout "${LAUNCH_S:-200}" python3 -m bench.ranked_clock launch-bound --runs "$RUNS" \
         > "$OUT/launch.jsonl" 2> "$OUT/launch.err"
     echo "launch-bound: $?"
 fi
 if stage modes; then
-    timeout "${MODES_S:-120}" python3 bench/ranked_clock.py modes \
+    timeout "${MODES_S:-120}" python3 -m bench.ranked_clock modes \
         --problems ${PROBLEMS:-vectoradd rmsnorm matmul} > "$OUT/modes.jsonl" 2> "$OUT/modes.err"
     echo "modes: $?"
 fi
 if stage excess; then
-    timeout "${EXCESS_S:-240}" python3 bench/window_excess.py --runs "${EXCESS_RUNS:-3}" ${EXCESS_ARGS:-} \
+    timeout "${EXCESS_S:-240}" python3 -m bench.window_excess --runs "${EXCESS_RUNS:-3}" ${EXCESS_ARGS:-} \
         > "$OUT/excess.jsonl" 2> "$OUT/excess.err"
     echo "excess: $?"
 fi
 if stage ncu; then
-    timeout "${NCU_S:-300}" python3 bench/ranked_clock.py ncu > "$OUT/ncu.jsonl" 2> "$OUT/ncu.err"
+    timeout "${NCU_S:-300}" python3 -m bench.ranked_clock ncu > "$OUT/ncu.jsonl" 2> "$OUT/ncu.err"
     echo "ncu: $?"
 fi
 if stage probe; then
-    timeout 100 python3 bench/gated_clock_probe.py --batches 3 --modes windows windows+spin \
+    timeout 100 python3 -m bench.gated_clock_probe --batches 3 --modes windows windows+spin \
         --problems vectoradd:pytorch rmsnorm:pytorch matmul:pytorch --out "$OUT/probe" \
         > "$OUT/probe.log" 2>&1
     echo "probe: $?"
