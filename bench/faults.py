@@ -121,7 +121,6 @@ def print_table(result: dict[str, Any]) -> None:
         ("accepted keys with no row", tally["accepted_without_row"]),
         ("rows without a 202", tally["rows_without_202"]),
         ("stuck queued/running", tally["stuck"]),
-        ("runs not one per case", tally["runs_not_as_reported"]),
         (
             "202 to verdict, median / max",
             f"{tally['median_202_to_verdict_s']} s / {tally['slowest_202_to_verdict_s']} s",

@@ -1,5 +1,5 @@
 """The tables: users and their API tokens, problems and their validations, submissions with
-their per-case runs and their files, failed log-ins and the audit log of admin actions."""
+their reports and their files, failed log-ins and the audit log of admin actions."""
 
 from __future__ import annotations
 
@@ -238,33 +238,6 @@ class Submission(Base):
 
     user: Mapped[User] = relationship()
     problem: Mapped[Problem] = relationship()
-    runs: Mapped[list[Run]] = relationship(
-        back_populates="submission", order_by="Run.index", cascade="all, delete-orphan"
-    )
-
-
-class Run(Base):
-    """One case of a submission's grading: its parameters, verdict and time statistics."""
-
-    __tablename__ = "runs"
-    __table_args__ = (UniqueConstraint("submission_id", "index"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    submission_id: Mapped[int] = mapped_column(
-        ForeignKey("submissions.id", ondelete="CASCADE"), index=True
-    )
-    index: Mapped[int] = mapped_column(Integer)
-    kind: Mapped[str] = mapped_column(NulFreeString(16))
-    params: Mapped[dict[str, Any]] = mapped_column(JSON)
-    status: Mapped[str] = mapped_column(NulFreeString(16))
-    message: Mapped[str] = mapped_column(NulFreeText, default="")
-    median_s: Mapped[float | None] = mapped_column(Float, default=None)
-    mean_s: Mapped[float | None] = mapped_column(Float, default=None)
-    min_s: Mapped[float | None] = mapped_column(Float, default=None)
-    cv: Mapped[float | None] = mapped_column(Float, default=None)
-    samples: Mapped[int | None] = mapped_column(Integer, default=None)
-
-    submission: Mapped[Submission] = relationship(back_populates="runs")
 
 
 class SubmissionFile(Base):

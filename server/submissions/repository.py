@@ -1,4 +1,4 @@
-"""Queries for submissions, their runs and their files."""
+"""Queries for submissions and their files."""
 
 from __future__ import annotations
 

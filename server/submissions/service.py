@@ -8,7 +8,6 @@ import logging
 import math
 from collections.abc import Sequence
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -24,7 +23,7 @@ from server.errors import (
 )
 from server.leaderboards import service as leaderboards
 from server.leaderboards import upkeep
-from server.models import Problem, Run, Submission, User, utcnow
+from server.models import Problem, Submission, User, utcnow
 from server.problems import service as problems
 from server.settings import Settings
 from server.submissions import repository
@@ -278,7 +277,6 @@ def reset_for_rerun(submission: Submission) -> None:
     submission.worker = None
     submission.started_at = None
     submission.finished_at = None
-    submission.runs.clear()
 
 
 def mark_running(session: Session, submission_id: int, worker: str) -> str | None:
@@ -344,24 +342,6 @@ def record_report(session: Session, submission_id: int, report: GradingReport, w
     submission.worker = worker
     submission.started_at = submission.started_at or utcnow()
     submission.finished_at = utcnow()
-    for index, case in enumerate(stored["cases"]):
-        submission.runs.append(run_from_case(index, case))
     session.flush()
     upkeep.submission_changed(session, submission)
     return True
-
-
-def run_from_case(index: int, case: dict[str, Any]) -> Run:
-    timing = case.get("time") or {}
-    return Run(
-        index=index,
-        kind=str(case.get("kind", "test")),
-        params=dict(case.get("params", {})),
-        status=str(case.get("status", Status.ERROR)),
-        message=str(case.get("message", "")),
-        median_s=timing.get("median_s"),
-        mean_s=timing.get("mean_s"),
-        min_s=timing.get("min_s"),
-        cv=timing.get("cv"),
-        samples=timing.get("samples"),
-    )

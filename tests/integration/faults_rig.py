@@ -27,7 +27,7 @@ import redis
 from sqlalchemy import Engine, create_engine, func, select
 from sqlalchemy.pool import NullPool
 
-from server.models import OutboxMessage, Run, Submission
+from server.models import OutboxMessage, Submission
 from tests.integration.cluster import (
     PostgresCluster,
     RedisServer,
@@ -609,7 +609,6 @@ class Tally:
     ids_not_as_answered: list[int]  # the 202 named another submission than the key's row
     verdicts: dict[str, int]
     stuck: list[int]  # accepted, still queued or running
-    runs_not_as_reported: list[int]  # runs rows not one per case of the report
     seconds_to_verdict: dict[int, float]  # from the 202 to finished_at
     outbox_sent_twice: int
     outbox_not_done: int
@@ -636,7 +635,6 @@ class Tally:
             "accepted_without_row": sum(1 for n in self.rows_per_key_not_one.values() if n == 0),
             "rows_without_202": len(self.rows_without_202),
             "stuck": len(self.stuck),
-            "runs_not_as_reported": len(self.runs_not_as_reported),
             "slowest_202_to_verdict_s": round(self.slowest_s, 1),
             "median_202_to_verdict_s": round(self.median_s, 1),
             "client_answers": self.client_answers,
@@ -656,15 +654,9 @@ def tally(install: Install, client: Client) -> Tally:
                 Submission.id,
                 Submission.idempotency_key,
                 Submission.status,
-                Submission.report,
                 Submission.finished_at,
             )
         ).all()
-        runs = dict(
-            connection.execute(
-                select(Run.submission_id, func.count()).group_by(Run.submission_id)
-            ).all()
-        )
         sent_twice = connection.scalar(
             select(func.count()).select_from(OutboxMessage).where(OutboxMessage.sends > 1)
         )
@@ -689,11 +681,6 @@ def tally(install: Install, client: Client) -> Tally:
         ],
         verdicts=dict(Counter(row.status for row in rows if row.status in TERMINAL)),
         stuck=[row.id for row in rows if row.status in STUCK],
-        runs_not_as_reported=[
-            row.id
-            for row in rows
-            if row.report is not None and runs.get(row.id, 0) != len(row.report.get("cases", []))
-        ],
         seconds_to_verdict={
             row.id: row.finished_at.timestamp() - accepted_at
             for row in rows

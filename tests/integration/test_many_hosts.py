@@ -24,7 +24,7 @@ import pytest
 from sqlalchemy import create_engine, func, select
 from sqlalchemy.pool import NullPool
 
-from server.models import GradingSlot, Run
+from server.models import GradingSlot
 from tests.integration.cluster import free_port, postgres_cluster, redis_server
 from tests.integration.faults_rig import (
     GRADED,
@@ -226,21 +226,6 @@ class Cluster:
         finally:
             engine.dispose()
 
-    def runs(self, submission_id: int) -> int:
-        engine = create_engine(self.database_url, poolclass=NullPool)
-        try:
-            with engine.connect() as connection:
-                return int(
-                    connection.scalar(
-                        select(func.count())
-                        .select_from(Run)
-                        .where(Run.submission_id == submission_id)
-                    )
-                    or 0
-                )
-        finally:
-            engine.dispose()
-
 
 @contextmanager
 def many_hosts(tmp_path: Path) -> Iterator[Cluster]:
@@ -304,7 +289,7 @@ def graded_on_both_hosts(cluster: Cluster) -> None:
 def cut_off_mid_grading_then_back(cluster: Cluster) -> None:
     """The host grading a slow submission loses its link; after the visibility timeout
     the other host grades it. When the link is back, the cut-off host's own report
-    arrives too, and is dropped: the submission keeps one report and one set of runs."""
+    arrives too, and is dropped: the submission keeps the report first recorded."""
     sid = cluster.submit(SLOW_KERNEL)
     running_on = cluster.host_of(cluster.wait_for(sid, {"running"}, timeout_s=120)["worker"])
     cluster.net.cut(running_on)
@@ -312,13 +297,12 @@ def cut_off_mid_grading_then_back(cluster: Cluster) -> None:
     report = cluster.wait_for(sid, TERMINAL, timeout_s=VISIBILITY_TIMEOUT_S + 90)
     assert report["status"] == "passed", report["message"]
     assert cluster.host_of(report["worker"]) == other
-    runs = cluster.runs(sid)
-    assert runs == len(report["cases"]) > 0
+    assert len(report["cases"]) > 0
 
     cluster.net.mend(running_on)
     # Its grading ran on while it was cut off; its report waited for the broker.
     wait_for_line(cluster.worker_log(running_on), GRADED, timeout_s=90, count=2)
     wait_for_line(cluster.logs / "serve.log", f"submission {sid} already recorded", timeout_s=30)
     again = cluster.read(sid)
-    assert (again["status"], again["worker"]) == ("passed", report["worker"])
-    assert cluster.runs(sid) == runs
+    recorded = ("status", "worker", "finished_at", "cases")
+    assert {k: again[k] for k in recorded} == {k: report[k] for k in recorded}

@@ -22,9 +22,9 @@ from typing import Any
 
 import httpx
 import pytest
-from sqlalchemy import create_engine, delete, update
+from sqlalchemy import create_engine, update
 
-from server.models import Problem, Run, Submission
+from server.models import Problem, Submission
 from server.settings import Settings
 from server.worker.app import RESULTS_QUEUE, make_celery
 from tests.integration.processes import (
@@ -341,7 +341,6 @@ def graded_on_a_gpu_worker(site: Site, submission_id: int, report: dict[str, Any
     database = site.root / "var" / "kerneljudge.sqlite3"
     engine = create_engine(f"sqlite:///{database.resolve()}")
     with engine.begin() as connection:
-        connection.execute(delete(Run).where(Run.submission_id == submission_id))
         connection.execute(
             update(Submission)
             .where(Submission.id == submission_id)
