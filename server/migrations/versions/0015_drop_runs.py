@@ -4,7 +4,7 @@ empty, as the code before this revision wrote it only when recording a report.
 
 Revision ID: 0015
 Revises: 0014
-Create Date: 2026-12-07 12:00:00
+Create Date: 2026-12-06 18:40:00
 """
 
 from collections.abc import Sequence
