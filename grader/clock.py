@@ -18,7 +18,7 @@ import torch
 from grader.check import wrong_output
 from grader.expected import CaseSetup, ProblemSide
 from grader.plausibility import label
-from grader.report import Stop
+from grader.report import Status, Stop
 from grader.session import Overheads, RunnerSession
 from grader.shared import Slab, aligned
 from grader.staging import READ, Layout, Sets
@@ -240,7 +240,7 @@ class Batches:
         self.made += count
         outputs, span, copy_s = _timed_batch(self.session, sets, image, slab_id, self.kind)
         if not isinstance(outputs, list) or len(outputs) != count:
-            raise Stop("error", "the runner answered a batch with the wrong outputs")
+            raise Stop(Status.ERROR, "the runner answered a batch with the wrong outputs")
         _check_outputs(self, sets, pristine, outputs, None)
         fixed = self.overheads.batch_s(self.layout.read_part(count)[1], copied_s=copy_s)
         return max(0.0, span - fixed) / count
@@ -377,13 +377,13 @@ class Windows:
             raise
         windows = self.gate.finish(marks, time.monotonic() + WINDOW_GRACE_S)
         if windows is None:
-            raise Stop("rejected", "the runner answered before its calls' windows were done")
+            raise Stop(Status.REJECTED, "the runner answered before its calls' windows were done")
         outputs = reply.get("outputs")
         if not isinstance(outputs, list) or len(outputs) != count:
-            raise Stop("error", "the runner answered its windows with the wrong outputs")
+            raise Stop(Status.ERROR, "the runner answered its windows with the wrong outputs")
         peak = reply.get("arena_peak")
         if type(peak) is not int or peak < 0:
-            raise Stop("rejected", "the runner's reply to its windows gave no arena size")
+            raise Stop(Status.REJECTED, "the runner's reply to its windows gave no arena size")
         # Only sizes the next arena (a runner claiming more than it used gets a bigger one,
         # up to what a round's memory allows); never a time.
         self.spare = max(self.spare, min(peak, window_memory()))
@@ -450,7 +450,7 @@ def _check_outputs(
         )
         if failure:
             raise Stop(
-                "failed",
+                Status.FAILED,
                 f"case {label(owner.setup.case)}: {failure} (a call on fresh inputs the "
                 "grader timed on its own clock)",
             )

@@ -22,7 +22,7 @@ from grader.check import is_tensor_tree
 from grader.inputs import clone_data, devices_of, iter_tensors, poison, seeded_case, written_paths
 from grader.plausibility import label
 from grader.problem import Problem
-from grader.report import PhaseClock, Stop, tail
+from grader.report import PhaseClock, Status, Stop, tail
 
 DEVICE_ENV = "KJ_DEVICE"  # how problem code (problems/utils.py) learns the grading device
 CUDA_ONLY = "this problem generates its inputs on CUDA; grade it on a GPU worker"
@@ -100,14 +100,14 @@ class ProblemSide:
                 self.reference = import_reference(folder, names)
             except Exception as exc:
                 if self.kind == "cpu" and "cuda" in str(exc).lower():
-                    raise Stop("error", CUDA_ONLY) from exc
+                    raise Stop(Status.ERROR, CUDA_ONLY) from exc
                 raise Stop(
-                    "error",
+                    Status.ERROR,
                     "the problem's reference.py failed to import:\n" + tail(traceback.format_exc()),
                 ) from exc
             for needed in ("generate_input", "ref_kernel", "check_implementation"):
                 if not callable(getattr(self.reference, needed, None)):
-                    raise Stop("error", f"the problem's reference.py does not define {needed}")
+                    raise Stop(Status.ERROR, f"the problem's reference.py does not define {needed}")
 
     @property
     def module(self) -> ModuleType:
@@ -123,14 +123,14 @@ class ProblemSide:
                 data = self.module.generate_input(**kwargs)
             except Exception as exc:
                 if self.kind == "cpu" and "cuda" in str(exc).lower():
-                    raise Stop("error", CUDA_ONLY) from exc
+                    raise Stop(Status.ERROR, CUDA_ONLY) from exc
                 raise Stop(
-                    "error",
+                    Status.ERROR,
                     f"the problem's generate_input failed for case {label(case)}:\n"
                     + tail(traceback.format_exc()),
                 ) from exc
             if self.kind == "cpu" and "cuda" in devices_of(data):
-                raise Stop("error", CUDA_ONLY)
+                raise Stop(Status.ERROR, CUDA_ONLY)
             return data
 
     def expected_and_written(
@@ -148,7 +148,7 @@ class ProblemSide:
                     expected = self._counted(scratch, flops)
             except Exception as exc:
                 raise Stop(
-                    "error",
+                    Status.ERROR,
                     f"the problem's ref_kernel failed for case {label(case)}:\n"
                     + tail(traceback.format_exc()),
                 ) from exc

@@ -29,7 +29,7 @@ from grader.expected import CUDA_ONLY, CaseSetup, ProblemSide, device_env
 from grader.hostsettings import HostSettings
 from grader.plausibility import label as _label
 from grader.problem import Problem
-from grader.report import PROFILE_FILE, CaseResult, Mode, PhaseClock, Report, Stop
+from grader.report import PROFILE_FILE, CaseKind, CaseResult, Mode, PhaseClock, Report, Status, Stop
 from grader.requirements import shortfall
 from grader.screen import screen as screen_source
 from grader.session import RunnerSession, Standby
@@ -61,7 +61,7 @@ def grade(
     problem: Problem,
     code: str,
     *,
-    mode: str = "test",
+    mode: Mode | str = Mode.TEST,
     device: str = "cpu",
     secret_seed: int | None = None,
     timeout_s: float | None = None,
@@ -97,18 +97,19 @@ def grade(
     fix it to show what a repeat would allow."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
+    mode = Mode(mode)
     if device not in DEVICES:
         raise ValueError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
     info = detect_device(device)
-    if peaks is None and mode != "test":
+    if peaks is None and mode != Mode.TEST:
         # Workers measure their peaks once when they start and pass them in.
         peaks = measure_peaks(info.kind)
     started = time.monotonic()
-    ranked_seed = inputs.ranked_seed(secret_seed, nonce) if mode == "leaderboard" else None
+    ranked_seed = inputs.ranked_seed(secret_seed, nonce) if mode == Mode.LEADERBOARD else None
 
     def attempt(ncu: str | None, why_not_ncu: str) -> _Grading:
         report = Report(
-            status="running",
+            status=Status.RUNNING,
             problem=problem.name,
             mode=mode,
             device=info.kind,
@@ -148,7 +149,7 @@ def grade(
 _ncu_refused: list[str] = []
 
 
-def _profiler(mode: str, kind: str) -> tuple[str | None, str]:
+def _profiler(mode: Mode, kind: str) -> tuple[str | None, str]:
     """The ncu a profile grading runs under (or None), and why not where there is none."""
     if mode != Mode.PROFILE or kind != "cuda":
         return None, profiling.ON_CPU
@@ -220,10 +221,10 @@ def _reported_samples(reply: dict[str, Any], most: int) -> list[float]:
     more than it was asked for; anything else rejects the submission."""
     samples = reply.get("samples")
     if not isinstance(samples, list) or not 0 < len(samples) <= most:
-        raise Stop("rejected", "the runner reported malformed timings")
+        raise Stop(Status.REJECTED, "the runner reported malformed timings")
     kept = [replies.number(value) for value in samples]
     if any(value is None for value in kept):
-        raise Stop("rejected", "the runner reported malformed timings")
+        raise Stop(Status.REJECTED, "the runner reported malformed timings")
     return [value for value in kept if value is not None]
 
 
@@ -245,7 +246,7 @@ class _Grading:
         self,
         problem: Problem,
         code: str,
-        mode: str,
+        mode: Mode,
         info: DeviceInfo,
         ranked_seed: int | None,
         report: Report,
@@ -285,7 +286,7 @@ class _Grading:
         lacking = shortfall(self.problem.requirements, self.info)
         if lacking is None:
             return True
-        self.report.status = "error"
+        self.report.status = Status.ERROR
         device = lacking.kind == "device"
         self.report.message = f"this problem {lacking.message}" if device else lacking.message
         return False
@@ -296,7 +297,7 @@ class _Grading:
         self.report.flags += [f"screening: {flag}" for flag in found.flags]
         if not found.rejections:
             return True
-        self.report.status = "rejected"
+        self.report.status = Status.REJECTED
         self.report.message = _cap(
             "static screening rejected this submission:\n" + "\n".join(found.rejections)
         )
@@ -358,12 +359,12 @@ class _Grading:
                 self._grade_cases(session)
             finally:
                 self.report.cases_wall_s = time.monotonic() - cases_from
-            if self.ncu is not None and self.report.status == "passed":
+            if self.ncu is not None and self.report.status == Status.PASSED:
                 self._collect_profile(session)
         except Stop as stop:
             self.report.status = stop.status
             self.report.message = _cap(stop.message) if stop.message else self.limit_text
-            if self.ncu is not None and stop.status == "error":
+            if self.ncu is not None and stop.status == Status.ERROR:
                 self.ncu_fell_through = nsight.why_not(None, self.report.message)
         finally:
             with self.clock.phase("teardown"):
@@ -372,9 +373,9 @@ class _Grading:
                     # On the CPU the next runner starts only now, after the timed work.
                     standby.refill(self.kind, isolate=self.isolate, memory_bytes=self.memory_bytes)
             self.report.stdout, self.report.stderr = result.stdout, result.stderr
-        if result.oom_killed and self.report.status != "passed":
+        if result.oom_killed and self.report.status != Status.PASSED:
             limit = (self.memory_bytes or DEFAULT_MEMORY_BYTES) / (1 << 30)
-            self.report.status = "error"
+            self.report.status = Status.ERROR
             self.report.message = (
                 f"the submission ran out of host memory: its sandbox may use {limit:g} GiB\n"
                 + self.report.message
@@ -387,22 +388,24 @@ class _Grading:
     # -- the cases ----------------------------------------------------------------------
 
     def _grade_cases(self, session: RunnerSession) -> None:
-        kind = "test" if self.mode == "test" else "benchmark"
-        cases = self.problem.tests if kind == "test" else self.problem.benchmarks_for(self.kind)
+        kind = CaseKind.TEST if self.mode == Mode.TEST else CaseKind.BENCHMARK
+        cases = (
+            self.problem.tests if kind == CaseKind.TEST else self.problem.benchmarks_for(self.kind)
+        )
         if not cases:
-            raise Stop("error", f"the problem has no {kind} cases")
+            raise Stop(Status.ERROR, f"the problem has no {kind} cases")
         for index, case in enumerate(cases, start=1):
             self._progress(f"{self.mode}: case {index}/{len(cases)} {_label(case)}")
-            result = CaseResult(kind=kind, params=dict(case), status="running")
+            result = CaseResult(kind=kind, params=dict(case), status=Status.RUNNING)
             self.report.cases.append(result)
             try:
-                measure = kind == "benchmark" and self._measures_roofline()
+                measure = kind == CaseKind.BENCHMARK and self._measures_roofline()
                 self._grade_case(session, self.side.prepare(case, measure), result)
             except Stop as stop:
                 result.status = stop.status
                 result.message = _cap(stop.message) if stop.message else self.limit_text
                 raise
-            if result.status != "passed" and kind == "benchmark":
+            if result.status != Status.PASSED and kind == CaseKind.BENCHMARK:
                 break
         self._conclude()
 
@@ -410,7 +413,7 @@ class _Grading:
         try:
             layout = Layout.of(setup.data, setup.expected, setup.written)
         except ValueError as exc:
-            raise Stop("error", f"the problem's inputs cannot be handed over: {exc}") from exc
+            raise Stop(Status.ERROR, f"the problem's inputs cannot be handed over: {exc}") from exc
         slab_id, sets = session.stage("case", layout, 1)
         self._write(sets, setup.data, setup.written)
         reply = session.request({"op": "run", "slab": slab_id, "set": 0}).reply
@@ -424,7 +427,7 @@ class _Grading:
                     f"({', '.join(changed)})"
                 )
         if failure:
-            result.status, result.message = "failed", _cap(failure)
+            result.status, result.message = Status.FAILED, _cap(failure)
             return
         samples: list[float] = []
         if self.mode == Mode.BENCHMARK:
@@ -441,7 +444,7 @@ class _Grading:
                     result.profile = profiling.table_from_reply(reply, self.why_not_ncu)
         if samples:
             self._bound_by_harness_clock(session, setup, layout, samples, result)
-        result.status = "passed"
+        result.status = Status.PASSED
 
     def _write(self, sets: Sets, data: Any, written: set[str]) -> None:
         """Set 0 of the slab holds `data` (outputs poisoned) once this returns."""
@@ -454,7 +457,7 @@ class _Grading:
         """'' if the output is right, else the message naming the case and first mismatches."""
         with self.clock.phase("checks"):
             if not is_tensor_tree(output):
-                raise Stop("error", "custom_kernel must return a torch.Tensor")
+                raise Stop(Status.ERROR, "custom_kernel must return a torch.Tensor")
             failure = wrong_output(
                 self.side.module.check_implementation,
                 data,
@@ -504,7 +507,7 @@ class _Grading:
         output = sets.output(0, reply.get("output"))
         failure = self._wrong(setup.case, setup.data, output, setup.expected)
         if failure:
-            raise Stop("failed", failure + " (output of the last timed call)")
+            raise Stop(Status.FAILED, failure + " (output of the last timed call)")
         clock_mhz = replies.number(reply.get("sm_clock_mhz"), high=MAX_CLOCK_MHZ)
         result.time = summarize(samples, clock_mhz)
         return samples
@@ -537,7 +540,7 @@ class _Grading:
                 clocks.append(clock_mhz)
             failure = self._wrong(case, fresh, sets.output(0, exchange.reply.get("output")))
             if failure:
-                raise Stop("failed", failure + f" (timed call {repeat})")
+                raise Stop(Status.FAILED, failure + f" (timed call {repeat})")
             if enough_samples(samples) or time.monotonic() > budget_ends:
                 break
         plausibility.check_claims(_label(case), samples, sum(walls))
@@ -604,7 +607,7 @@ class _Grading:
             self._flag_under(setup, median, suspect_s, floor_s, measured, "that bound")
         if result.time["median_s"] <= 0:
             raise Stop(
-                "rejected", f"case {_label(setup.case)}: a median time of zero is impossible"
+                Status.REJECTED, f"case {_label(setup.case)}: a median time of zero is impossible"
             )
         self._apply_roofline(setup, result)
 
@@ -688,17 +691,17 @@ class _Grading:
         )
 
     def _conclude(self) -> None:
-        failed = [c for c in self.report.cases if c.status != "passed"]
+        failed = [c for c in self.report.cases if c.status != Status.PASSED]
         if failed:
-            self.report.status = "failed"
+            self.report.status = Status.FAILED
             shown = "\n".join(c.message for c in failed[:3])
             more = f"\n(and {len(failed) - 3} more failing cases)" if len(failed) > 3 else ""
             self.report.message = _cap(
                 f"{len(failed)} of {len(self.report.cases)} cases failed:\n{shown}{more}"
             )
             return
-        self.report.status = "passed"
-        if self.mode == "test":
+        self.report.status = Status.PASSED
+        if self.mode == Mode.TEST:
             self.report.message = f"all {len(self.report.cases)} test cases passed"
             return
         if self.mode == Mode.PROFILE:

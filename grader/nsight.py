@@ -32,7 +32,7 @@ from typing import Any
 from grader import replies
 from grader.profiling import NVTX_RANGE
 from grader.protocol import recv_fd, send_fd, send_message
-from grader.report import Stop
+from grader.report import Status, Stop
 
 TOOL = "nsight-compute"
 # What a case's profile calls look like to Nsight Compute: an NVTX range of this name, its
@@ -314,7 +314,7 @@ def summary_from_reply(reply: dict[str, Any]) -> dict[str, Any]:
     driver ran beside the submission, so nothing in it is trusted beyond its shape."""
     found = reply.get("ncu")
     if not isinstance(found, dict):
-        raise Stop("error", "the profile's driver answered without a summary")
+        raise Stop(Status.ERROR, "the profile's driver answered without a summary")
     cases = found.get("cases")
     cases = cases if isinstance(cases, dict) else {}
     kept: dict[str, list[dict[str, Any]]] = {}
@@ -382,7 +382,7 @@ def read_report(sock: socket.socket, deadline: float) -> bytes:
     try:
         size = os.fstat(fd).st_size
         if size > MAX_REPORT_BYTES:
-            raise Stop("error", f"the Nsight Compute report of {size} bytes is over the "
+            raise Stop(Status.ERROR, f"the Nsight Compute report of {size} bytes is over the "
                        f"{MAX_REPORT_BYTES >> 20} MiB a report may hold")  # fmt: skip
         with os.fdopen(os.dup(fd), "rb") as file:
             return file.read(MAX_REPORT_BYTES + 1)[:MAX_REPORT_BYTES]

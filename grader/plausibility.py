@@ -4,7 +4,7 @@ and no ranked time may beat the device's physical floor."""
 
 from __future__ import annotations
 
-from grader.report import Stop
+from grader.report import Status, Stop
 
 # A case may not run faster than this fraction of its physical floor on this device.
 FLOOR_MARGIN = 0.9
@@ -24,7 +24,7 @@ def check_claims(case_label: str, samples: list[float], wall_s: float) -> None:
     """Claimed kernel time cannot exceed the wall time we measured around it."""
     if sum(samples) > wall_s:
         raise Stop(
-            "rejected",
+            Status.REJECTED,
             f"case {case_label}: the reported timings add up to {sum(samples):.6g} s, more "
             f"than the {wall_s:.6g} s the grader measured around them",
         )
@@ -36,7 +36,7 @@ def check_floor(
     """A time under `margin` of the physical floor cannot be real."""
     if median_s < margin * floor_s:
         raise Stop(
-            "rejected",
+            Status.REJECTED,
             f"case {case_label}: a time of {median_s * 1e6:.3f} µs a call is under "
             f"{margin:g}× the physical floor of {floor_s * 1e6:.3f} µs (the case's "
             "bytes, less what the GPU's L2 cache holds, and flops at this GPU's measured "

@@ -32,6 +32,7 @@ from typing import Any
 import yaml
 
 from grader import kernelbench, requirements
+from grader.report import Mode
 from grader.requirements import Requirements
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -131,12 +132,13 @@ class Problem:
 
     def timeout_for(self, mode: str) -> float:
         """Wall-clock limit of a whole grading in this mode, compilation included."""
-        return {
-            "test": self.test_timeout,
-            "benchmark": self.benchmark_timeout,
-            "leaderboard": self.ranked_timeout,
-            "profile": self.benchmark_timeout,
-        }[mode]
+        limits: dict[str, float] = {
+            Mode.TEST: self.test_timeout,
+            Mode.BENCHMARK: self.benchmark_timeout,
+            Mode.LEADERBOARD: self.ranked_timeout,
+            Mode.PROFILE: self.benchmark_timeout,
+        }
+        return limits[mode]
 
     @property
     def ranking_by(self) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from grader import replies
-from grader.report import Stop
+from grader.report import Status, Stop
 
 # Calls profiled per case, after one call outside the profile (compilation, autotuning and
 # the caching allocator's first blocks are not what a competitor wants to read about).
@@ -106,11 +106,13 @@ def table_from_reply(reply: dict[str, Any], why_not_ncu: str) -> dict[str, Any]:
     the grading stops with an error. `why_not_ncu`: why this is no Nsight Compute profile."""
     profile = reply.get("profile")
     if not isinstance(profile, dict) or not isinstance(profile.get("rows"), list):
-        raise Stop("rejected", "the runner answered the profile request without a profile")
+        raise Stop(Status.REJECTED, "the runner answered the profile request without a profile")
     rows = []
     for row in profile["rows"][:MAX_ROWS]:
         if not isinstance(row, dict) or not isinstance(row.get("name"), str):
-            raise Stop("rejected", "the runner answered the profile request with malformed rows")
+            raise Stop(
+                Status.REJECTED, "the runner answered the profile request with malformed rows"
+            )
         kept: dict[str, Any] = {
             "name": row["name"][:MAX_NAME],
             "device_type": str(row.get("device_type", ""))[:16],
@@ -131,12 +133,14 @@ def table_from_reply(reply: dict[str, Any], why_not_ncu: str) -> dict[str, Any]:
 def _number(value: Any) -> float:
     kept = replies.number(value, low=-replies.LARGEST)
     if kept is None:
-        raise Stop("rejected", "the runner answered the profile request with malformed numbers")
+        raise Stop(
+            Status.REJECTED, "the runner answered the profile request with malformed numbers"
+        )
     return max(0.0, kept)
 
 
 def _count(value: Any) -> int:
     kept = replies.count(value)
     if kept is None:
-        raise Stop("rejected", "the runner answered the profile request with malformed counts")
+        raise Stop(Status.REJECTED, "the runner answered the profile request with malformed counts")
     return kept

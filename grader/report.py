@@ -31,12 +31,32 @@ class Mode(StrEnum):
     PROFILE = "profile"
 
 
+class CaseKind(StrEnum):
+    """Which of a problem's cases a case result is: test mode grades the test cases, every
+    other mode the benchmark cases."""
+
+    TEST = "test"
+    BENCHMARK = "benchmark"
+
+
 # The name of profile mode's Nsight Compute report among a report's files.
 PROFILE_FILE = "profile.ncu-rep"
 
 TERMINAL_STATUSES = frozenset(
     {Status.PASSED, Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.REJECTED}
 )
+
+
+def plain_dict(record: Any) -> dict[str, Any]:
+    """A dataclass as `dataclasses.asdict` gives it, with each enum member in its fields as
+    its plain string: what JSON, YAML or a log's repr shows of a report is what it always
+    was."""
+    return asdict(
+        record,
+        dict_factory=lambda fields: {
+            name: str(value) if isinstance(value, StrEnum) else value for name, value in fields
+        },
+    )
 
 
 def tail(text: str, lines: int = 12) -> str:
@@ -47,7 +67,7 @@ def tail(text: str, lines: int = 12) -> str:
 class Stop(Exception):
     """Ends grading with a verdict (error, timeout, rejected) for a person to read."""
 
-    def __init__(self, status: str, message: str) -> None:
+    def __init__(self, status: Status, message: str) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -55,9 +75,9 @@ class Stop(Exception):
 
 @dataclass
 class CaseResult:
-    kind: str  # "test" | "benchmark"
+    kind: CaseKind
     params: dict[str, Any]
-    status: str
+    status: Status
     message: str = ""
     # The case's timed calls: median_s (its ranked figure), mean_s, min_s, p10_s .. p90_s,
     # cv, iqr_over_median, samples, sm_clock_mhz; and the harness's own clock beside them:
@@ -75,14 +95,14 @@ class CaseResult:
     profile: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return plain_dict(self)
 
 
 @dataclass
 class Report:
-    status: str
+    status: Status
     problem: str
-    mode: str
+    mode: Mode
     device: str
     device_name: str = ""
     device_type: str = ""
@@ -109,7 +129,7 @@ class Report:
         files = self.files
         self.files = {}
         try:
-            out = asdict(self)
+            out = plain_dict(self)
         finally:
             self.files = files
         out["cases"] = [case.to_dict() for case in self.cases]

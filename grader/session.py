@@ -33,7 +33,7 @@ from grader.protocol import (
     send_fd,
     send_message,
 )
-from grader.report import PhaseClock, Stop, tail
+from grader.report import PhaseClock, Status, Stop, tail
 from grader.shared import SharedMemoryError, Slab
 from grader.staging import Layout, Sets
 
@@ -268,7 +268,7 @@ class RunnerSession:
             self._hand_over(self.gate.slab, {"op": "gate", "nbytes": self.gate.slab.nbytes})
             points = tuple(self._window_cost(self.gate, nbytes) for nbytes in TRUSTED_BYTES)
         except Stop as exc:
-            if exc.status == "timeout":
+            if exc.status == Status.TIMEOUT:
                 raise
             self.gate.close()
             self.gate = None
@@ -302,7 +302,7 @@ class RunnerSession:
             )
             measured = opened.finish(marks, time.monotonic() + 5.0)
             if measured is None:
-                raise Stop("error", "the runner did not open its calibration windows")
+                raise Stop(Status.ERROR, "the runner did not open its calibration windows")
             windows += measured[CALIBRATION_SKIPPED:]
         alone_s = sorted(alone)[len(alone) // 2]
         return alone_s, max(0.0, sum(windows) / len(windows) - alone_s)
@@ -312,31 +312,31 @@ class RunnerSession:
     def _exited(self) -> Stop:
         code = self.child.wait(max(0.0, min(5.0, self.deadline - time.monotonic())))
         shown = "unknown" if code is None else str(code)
-        return Stop("error", f"the runner exited before reporting (exit code {shown})")
+        return Stop(Status.ERROR, f"the runner exited before reporting (exit code {shown})")
 
     def _receive(self) -> dict[str, Any]:
         try:
             reply = recv_message(self._fd, deadline=self.deadline)
         except ChannelTimeout as exc:
-            raise Stop("timeout", "") from exc
+            raise Stop(Status.TIMEOUT, "") from exc
         except ChannelClosed as exc:
             raise self._exited() from exc
         except ChannelError as exc:
-            raise Stop("error", f"the runner sent a malformed message: {exc}") from exc
+            raise Stop(Status.ERROR, f"the runner sent a malformed message: {exc}") from exc
         if not isinstance(reply, dict) or "ok" not in reply:
-            raise Stop("error", "the runner sent a malformed message")
+            raise Stop(Status.ERROR, "the runner sent a malformed message")
         if not reply["ok"]:
             error = str(reply.get("error", "unknown error"))
             if reply.get("phase") == "import":
-                raise Stop("error", "submission.py failed to load:\n" + tail(error))
-            raise Stop("error", "custom_kernel raised:\n" + tail(error))
+                raise Stop(Status.ERROR, "submission.py failed to load:\n" + tail(error))
+            raise Stop(Status.ERROR, "custom_kernel raised:\n" + tail(error))
         return reply
 
     def _send(self, message: dict[str, Any]) -> None:
         try:
             send_message(self._fd, message, deadline=self.deadline)
         except ChannelTimeout as exc:
-            raise Stop("timeout", "") from exc
+            raise Stop(Status.TIMEOUT, "") from exc
         except (ChannelClosed, ConnectionResetError) as exc:
             raise self._exited() from exc
 
@@ -437,7 +437,7 @@ class RunnerSession:
         try:
             send_fd(self._sock, slab.fd, deadline=self.deadline)
         except ChannelTimeout as exc:
-            raise Stop("timeout", "") from exc
+            raise Stop(Status.TIMEOUT, "") from exc
         except ChannelClosed as exc:
             raise self._exited() from exc
         self._receive()
@@ -472,9 +472,9 @@ class RunnerSession:
                 return summary, None
             return summary, nsight.read_report(self._results, deadline)
         except ChannelTimeout as exc:
-            raise Stop("timeout", "Nsight Compute's report was not read back in time") from exc
+            raise Stop(Status.TIMEOUT, "Nsight Compute's report was not read back in time") from exc
         except (ChannelClosed, ChannelError, OSError) as exc:
-            raise Stop("error", f"Nsight Compute's summary did not come back: {exc}") from exc
+            raise Stop(Status.ERROR, f"Nsight Compute's summary did not come back: {exc}") from exc
 
     def close(self) -> sandbox.ProcessResult:
         with contextlib.suppress(OSError):

@@ -18,7 +18,7 @@ import torch
 
 from grader.inputs import iter_tensors, poison_tensor
 from grader.protocol import DTYPES, ChannelError
-from grader.report import Stop
+from grader.report import Status, Stop
 from grader.shared import ALIGN, SharedMemoryError, Slab, aligned
 
 INPUT = "__kj_input__"
@@ -244,28 +244,30 @@ class Sets:
         `arena` (the harness's copy of the runner's arena) for one made there. Raises Stop
         when the description names what the harness never placed."""
         if not isinstance(index, int) or not 0 <= index < self.count:
-            raise Stop("error", "the runner named a set that does not exist")
+            raise Stop(Status.ERROR, "the runner named a set that does not exist")
         if isinstance(described, torch.Tensor):
             return described.clone()
         if isinstance(described, dict) and set(described) == {ARENA}:
             offset = described[ARENA]
             if arena is None or len(self.layout.results) != 1 or not isinstance(offset, int):
-                raise Stop("error", "the runner named an arena output it could not have made")
+                raise Stop(Status.ERROR, "the runner named an arena output it could not have made")
             slot = self.layout.results[0]
             try:
                 return arena.view(offset, DTYPES[slot.dtype], slot.shape).clone()
             except SharedMemoryError as exc:
-                raise Stop("error", f"the runner named an arena output outside it: {exc}") from exc
+                raise Stop(
+                    Status.ERROR, f"the runner named an arena output outside it: {exc}"
+                ) from exc
         if isinstance(described, dict) and set(described) == {SLOT}:
             slot = described[SLOT]
             slots = self.slots(index)
             if not isinstance(slot, int) or not 0 <= slot < len(slots):
-                raise Stop("error", "the runner named a result slot that does not exist")
+                raise Stop(Status.ERROR, "the runner named a result slot that does not exist")
             return slots[slot].clone()
         if isinstance(described, dict) and set(described) == {ALIAS}:
             found = self.inputs(index).get(str(described[ALIAS]))
             if found is None:
-                raise Stop("error", "the runner named an input that does not exist")
+                raise Stop(Status.ERROR, "the runner named an input that does not exist")
             return found.clone()
         if type(described) in (tuple, list):
             return type(described)(self.output(index, x) for x in described)

@@ -12,10 +12,11 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import torch
 
@@ -32,14 +33,14 @@ from grader.problem import (
     Problem,
     derived_test_cases_timeout,
 )
-from grader.report import PhaseClock, Report, Stop, tail
+from grader.report import CaseKind, Mode, PhaseClock, Report, Status, Stop, plain_dict, tail
 from grader.requirements import language_shortfall, shortfall
 from grader.runner import NEEDS_GPU
 
 # Seconds of timing per benchmark case when the reference is graded in benchmark mode: the
 # point is that timing works end to end, not a precise number.
 VALIDATION_CASE_BUDGET_S = 0.5
-MODES = ("test", "benchmark")
+MODES = (Mode.TEST, Mode.BENCHMARK)
 REFERENCE_STEPS = ("reference on every case",)
 CPU_SIZED_HINT = (
     "on the CPU, cases sized for GPUs can take minutes: give CPU workers smaller benchmark "
@@ -61,6 +62,17 @@ FROM_REFERENCE = "reference"
 TRACE_LINES = 8
 
 
+class ValidationStatus(StrEnum):
+    """A validation's verdict on this worker (running until it has one)."""
+
+    RUNNING = "running"
+    PASSED = "passed"  # no check found a problem
+    FAILED = "failed"
+    # This worker's device is not one the problem can be graded on; the message says what
+    # it needs.
+    NEEDS = "needs"
+
+
 @dataclass
 class Check:
     """One step of a validation. `expected` is what the step should do ("pass" or "fail");
@@ -70,16 +82,14 @@ class Check:
     kind: str  # "reference" | "solution"
     expected: str
     outcome: str
-    status: str = ""  # the grading's status, where a grading ran
+    status: Status | Literal[""] = ""  # the grading's status, where a grading ran
     message: str = ""
     wall_s: float = 0.0
 
 
 @dataclass
 class ValidationReport:
-    # "passed" when no check found a problem; "needs" when this worker's device is not one
-    # the problem can be graded on (the message says what it needs); else "failed"
-    status: str
+    status: ValidationStatus
     problem: str
     device: str
     device_type: str = ""
@@ -104,9 +114,7 @@ class ValidationReport:
     rooflines: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["checks"] = [asdict(check) for check in self.checks]
-        return out
+        return plain_dict(self)
 
     def test_cases_limit_text(self) -> str:
         """The limit in a sentence for the organizer, or '' where there is none."""
@@ -162,7 +170,7 @@ def validate(
     started = time.monotonic()
     info = detect_device(device)
     report = ValidationReport(
-        status="running",
+        status=ValidationStatus.RUNNING,
         problem=problem.name,
         device=info.kind,
         device_type=info.device_type,
@@ -179,7 +187,7 @@ def validate(
         roofline["floor_s"] = floor if floor > 0 else None
     quick = replace(problem, spec={**problem.spec, "case_time_budget_s": VALIDATION_CASE_BUDGET_S})
 
-    def graded(spec: Problem, code: str, mode: str, **extra: Any) -> Any:
+    def graded(spec: Problem, code: str, mode: Mode, **extra: Any) -> Any:
         return grade(
             spec,
             code,
@@ -192,13 +200,13 @@ def validate(
             **extra,
         )
 
-    reference_graded: dict[str, Report] = {}
+    reference_graded: dict[Mode, Report] = {}
 
-    def grade_reference(mode: str) -> Report:
+    def grade_reference(mode: Mode) -> Report:
         # Unless task.yml sets it, test mode's short limit is what this grading measures:
         # the reference's test cases get the whole grading's limit.
         spec = quick
-        if mode == "test" and problem.declared_test_cases_timeout is None:
+        if mode == Mode.TEST and problem.declared_test_cases_timeout is None:
             spec = replace(quick, validated_test_cases_timeout=math.inf)
         reference_graded[mode] = graded(
             spec,
@@ -220,7 +228,7 @@ def validate(
         report.checks.append(
             graded_check(name, "reference", "pass", lambda mode=mode: grade_reference(mode))
         )
-    limited = with_test_cases_limit(problem, report, reference_graded.get("test"))
+    limited = with_test_cases_limit(problem, report, reference_graded.get(Mode.TEST))
     # Solutions are graded in test mode (those named wrong in benchmark mode too, where they
     # pass the tests): only a reference that fails there dooms them.
     reference_ok = all(check.outcome == "ok" for check in report.checks[:2])
@@ -237,10 +245,14 @@ def validate(
         else:
             step(path)
 
-            def solution(mode: str, code: str = code) -> Any:
-                return graded(limited if mode == "test" else quick, code, mode)
+            def solution(mode: Mode, code: str = code) -> Any:
+                return graded(limited if mode == Mode.TEST else quick, code, mode)
 
-            run = (lambda: solution("test")) if expected == "pass" else wrong_solution_run(solution)
+            run = (
+                (lambda: solution(Mode.TEST))
+                if expected == "pass"
+                else wrong_solution_run(solution)
+            )
             report.checks.append(graded_check(path, "solution", expected, run))
     conclude(report)
     report.wall_s = time.monotonic() - started
@@ -253,7 +265,7 @@ def with_test_cases_limit(
     """The problem as test mode grades it on this device type, and the report saying with
     what short limit: task.yml's test_cases_timeout, else one derived from `reference` (the
     reference's grading in test mode) where it passed."""
-    if reference is not None and reference.status == "passed":
+    if reference is not None and reference.status == Status.PASSED:
         report.reference_test_cases_s = reference.cases_wall_s
     declared = problem.declared_test_cases_timeout
     if declared is not None:
@@ -266,14 +278,14 @@ def with_test_cases_limit(
     return replace(problem, validated_test_cases_timeout=limit)
 
 
-def wrong_solution_run(graded: Callable[[str], Any]) -> Callable[[], Any]:
+def wrong_solution_run(graded: Callable[[Mode], Any]) -> Callable[[], Any]:
     """A solution named wrong is graded on the test cases and, where it passes them, on the
     benchmark cases too (whose outputs are checked as well): a wrong answer that shows only
     at benchmark sizes, as a cheat aimed at the timed cases does, must still fail."""
 
     def run() -> Any:
-        tested = graded("test")
-        return graded("benchmark") if tested.status == "passed" else tested
+        tested = graded(Mode.TEST)
+        return graded(Mode.BENCHMARK) if tested.status == Status.PASSED else tested
 
     return run
 
@@ -286,7 +298,8 @@ def lacks_requirements(
     lacking = shortfall(problem.requirements, info)
     if lacking is None:
         return False
-    report.status = "needs" if lacking.kind == "device" else "failed"
+    device = lacking.kind == "device"
+    report.status = ValidationStatus.NEEDS if device else ValidationStatus.FAILED
     report.message = lacking.message
     steps = [REFERENCE_STEPS[0], *(f"reference graded in {mode} mode" for mode in MODES)]
     report.checks += [Check(name, "reference", "pass", "skipped") for name in steps]
@@ -305,20 +318,21 @@ def graded_check(name: str, kind: str, expected: str, run: Any) -> Check:
     CPU worker does not have is neither: it is skipped."""
     started = time.monotonic()
     graded = run()
-    passed = graded.status == "passed"
+    passed = graded.status == Status.PASSED
     ok = passed if expected == "pass" else not passed
     outcome = "ok" if ok else "problem"
-    if graded.status == "error" and NEEDS_GPU in graded.message:
+    if graded.status == Status.ERROR and NEEDS_GPU in graded.message:
         outcome, message = "skipped", "needs CUDA; this worker grades on the CPU"
     elif ok:
         message = graded.message if expected == "fail" else ""
-        if message and graded.mode == "benchmark":
+        if message and graded.mode == Mode.BENCHMARK:
             message = f"passed the test cases, then in benchmark mode: {message}"
     elif expected == "pass":
         message = f"expected to pass, but {graded.status}: {graded.message}"
-        if graded.status == "timeout" and graded.device == "cpu" and graded.mode != "test":
+        timed_out = graded.status == Status.TIMEOUT
+        if timed_out and graded.device == "cpu" and graded.mode != Mode.TEST:
             message += f"\n{CPU_SIZED_HINT}"
-        elif graded.status == "timeout" and graded.message.startswith(TEST_CASES_LIMIT):
+        elif timed_out and graded.message.startswith(TEST_CASES_LIMIT):
             message += f"\n{TEST_CASES_HINT}"
     else:
         message = (
@@ -338,10 +352,10 @@ def graded_check(name: str, kind: str, expected: str, run: Any) -> Check:
 def conclude(report: ValidationReport) -> None:
     problems = [check for check in report.checks if check.outcome == "problem"]
     skipped = [check for check in report.checks if check.outcome == "skipped"]
-    report.status = "failed" if problems else "passed"
+    report.status = ValidationStatus.FAILED if problems else ValidationStatus.PASSED
     if problems and all(check.message == CUDA_ONLY for check in problems):
         # The reference itself makes CUDA tensors: the problem needs a GPU, nothing is wrong.
-        report.status, report.message = "needs", f"needs a CUDA GPU: {CUDA_ONLY}"
+        report.status, report.message = ValidationStatus.NEEDS, f"needs a CUDA GPU: {CUDA_ONLY}"
     elif problems:
         report.message = "; ".join(f"{check.name}: {check.message}" for check in problems)[:4000]
     else:
@@ -364,8 +378,8 @@ def check_reference(
     ``check_implementation``. Where all pass, each benchmark case's bytes and flops go into
     `rooflines` (see ValidationReport.rooflines)."""
     started = time.monotonic()
-    cases = [("test", case) for case in problem.tests] + [
-        ("benchmark", case) for case in problem.benchmarks_for(kind)
+    cases = [(CaseKind.TEST, case) for case in problem.tests] + [
+        (CaseKind.BENCHMARK, case) for case in problem.benchmarks_for(kind)
     ]
     message = ""
     with (
@@ -400,7 +414,7 @@ def check_reference(
         kind="reference",
         expected="pass",
         outcome="problem" if message else "ok",
-        status="failed" if message else "passed",
+        status=Status.FAILED if message else Status.PASSED,
         message=message,
         wall_s=time.monotonic() - started,
     )
@@ -429,7 +443,7 @@ def missing_functions(reference: ModuleType) -> str:
     return ""
 
 
-def check_case(reference: ModuleType, kind: str, case_kind: str, case: dict[str, Any]) -> str:
+def check_case(reference: ModuleType, kind: str, case_kind: CaseKind, case: dict[str, Any]) -> str:
     """'' when the reference handles the case, else what went wrong."""
     label = f"{case_kind} case " + " ".join(f"{k}={v}" for k, v in case.items())
     try:

@@ -20,7 +20,7 @@ from grader.expected import import_reference
 from grader.inputs import case_seed, seeded_case, written_paths
 from grader.problem import Problem
 from grader.protocol import ChannelClosed, ChannelError, ChannelTimeout, recv_message, send_message
-from grader.report import CaseResult, Report, Stop
+from grader.report import CaseKind, CaseResult, Mode, Report, Status, Stop
 from grader.timing import Timer, enough_samples, geometric_mean, summarize
 
 
@@ -169,13 +169,19 @@ def test_device_type_names() -> None:
 
 def test_report_is_json_safe() -> None:
     report = Report(
-        status="passed",
+        status=Status.PASSED,
         problem="p",
-        mode="test",
+        mode=Mode.TEST,
         device="cpu",
-        cases=[CaseResult(kind="test", params={"size": 1}, status="passed")],
+        cases=[CaseResult(kind=CaseKind.TEST, params={"size": 1}, status=Status.PASSED)],
     )
-    data = json.loads(json.dumps(report.to_dict()))
+    out = report.to_dict()
+    # Enum members leave as the plain strings they stand for, in JSON and in the dict.
+    plain = [out["status"], out["mode"], out["cases"][0]["kind"], out["cases"][0]["status"]]
+    assert [type(value) for value in plain] == [str] * 4
+    assert plain == ["passed", "test", "test", "passed"]
+    assert json.dumps(out).startswith('{"status": "passed", "problem": "p", "mode": "test", ')
+    data = json.loads(json.dumps(out))
     assert data["cases"][0] == {
         "kind": "test",
         "params": {"size": 1},
