@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import pytest
@@ -95,3 +96,27 @@ def add_submission(user_name: str, *, mode: str, code: str = "x") -> int:
         db.add(submission)
         db.flush()
         return submission.id
+
+
+# A passed grading report of one benchmark case, as a worker sends it.
+PASSED_REPORT: dict[str, Any] = {
+    "status": "passed",
+    "score": 0.002,
+    "message": "all cases passed",
+    "flags": [],
+    "cases": [
+        {
+            "kind": "benchmark",
+            "params": {"size": 1024, "seed": 1},
+            "status": "passed",
+            "message": "",
+            "time": {
+                "median_s": 0.002,
+                "mean_s": 0.0021,
+                "min_s": 0.0019,
+                "cv": 0.01,
+                "samples": 12,
+            },
+        },
+    ],
+}

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from server.db import alembic_config, migrate
 from server.models import Base, Problem, Submission, User
 from server.submissions import disclosure
+from tests.server.conftest import PASSED_REPORT as REPORT
 from tests.services import fresh_postgres_database
 
 
@@ -50,29 +51,6 @@ def test_postgres_schema_matches_models() -> None:
     with fresh_postgres_database() as url:
         assert schema_drift(url) == []
         migrate(url)  # a second start finds nothing to do
-
-
-REPORT = {
-    "status": "passed",
-    "score": 0.002,
-    "message": "all cases passed",
-    "flags": [],
-    "cases": [
-        {
-            "kind": "benchmark",
-            "params": {"size": 1024, "seed": 1},
-            "status": "passed",
-            "message": "",
-            "time": {
-                "median_s": 0.002,
-                "mean_s": 0.0021,
-                "min_s": 0.0019,
-                "cv": 0.01,
-                "samples": 12,
-            },
-        }
-    ],
-}
 
 
 @contextmanager

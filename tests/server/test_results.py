@@ -7,29 +7,8 @@ from server.models import Submission
 from server.submissions import service
 from server.submissions.schemas import GradingReport
 from server.worker import recorders
+from tests.server.conftest import PASSED_REPORT as REPORT
 from tests.server.conftest import Account, add_submission
-
-REPORT = {
-    "status": "passed",
-    "score": 0.002,
-    "message": "all cases passed",
-    "flags": [],
-    "cases": [
-        {
-            "kind": "benchmark",
-            "params": {"size": 1024, "seed": 1},
-            "status": "passed",
-            "message": "",
-            "time": {
-                "median_s": 0.002,
-                "mean_s": 0.0021,
-                "min_s": 0.0019,
-                "cv": 0.01,
-                "samples": 12,
-            },
-        },
-    ],
-}
 
 
 def new_submission(alice: Account) -> int:
