@@ -70,6 +70,7 @@ results: list[dict[str, Any]] = []
 
 
 def emit(row: dict[str, Any]) -> None:
+    row = {**row, "at": round(time.time(), 3)}  # beside a clock log (windows_session.sh)
     results.append(row)
     print(json.dumps(row), flush=True)
 

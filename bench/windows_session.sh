@@ -22,6 +22,14 @@ if mkdir -p /sys/fs/cgroup/kj 2>/dev/null; then export KJ_SANDBOX_CGROUP=/kj; fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 date -u +%FT%TZ | tee -a "$OUT/gpu.txt"
 STAGES=${STAGES:-spread hostile probe}
+# CLOCKS_MS: the GPU's SM clock, power and use logged every CLOCKS_MS ms into clocks.csv
+# (nvidia-smi), beside the results' `at` times.
+if [ -n "${CLOCKS_MS:-}" ]; then
+    nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu \
+        --format=csv,noheader -lms "$CLOCKS_MS" > "$OUT/clocks.csv" &
+    CLOCKS_PID=$!
+    trap 'kill $CLOCKS_PID 2>/dev/null' EXIT
+fi
 stage() { [[ " $STAGES " == *" $1 "* ]]; }
 if stage spread; then
     timeout "${SPREAD_S:-240}" python3 -m bench.ranked_clock spread --runs "$RUNS" \
