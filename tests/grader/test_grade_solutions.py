@@ -114,7 +114,7 @@ def custom_kernel(data):
     out = data.double().sum().float() + 0 * sum(float(p[0]) for p in parts)
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
     if len(faults) == 60:
-        print("fresh pages per call:", max(faults[20:]))
+        print("calls finding fresh pages:", sum(f >= 1024 for f in faults[20:]), "of 40")
     return out
 """
 
@@ -130,11 +130,12 @@ def test_a_kernel_making_large_temporaries_finds_its_memory_again_each_call(
     problem = with_cases(vectorsum, benchmarks=[{"size": 4096, "seed": 6256}], budget_s=0.5)
     report = grade(problem, TEMPORARIES, mode="benchmark", device="cpu")
     assert report.status == "passed", report.message + report.stderr
-    found = re.search(r"fresh pages per call: (\d+)\n", report.stdout)
+    found = re.search(r"calls finding fresh pages: (\d+) of 40\n", report.stdout)
     assert found, report.stdout
-    # One temporary found as fresh pages is 2,048 faults (8 MB of 4 KiB pages); the
-    # runner's other threads may touch a few new pages of their own during a call.
-    assert int(found.group(1)) < 256, report.stdout
+    # One temporary found as fresh pages is 2,048 faults (8 MB of 4 KiB pages). The heap
+    # may still grow once in a while (a freed chunk split for something else, and the next
+    # temporary placed past it): a call or two, never every few calls.
+    assert int(found.group(1)) <= 2, report.stdout
 
 
 def test_profile_mode_tells_what_took_the_time_on_the_public_cases(
