@@ -5,7 +5,8 @@
 # side stream beside an honest one); KJ_GPU_CLOCK=windows unless set (the default). Run
 # from the repository root on a GPU host with the Debian bubblewrap package in .whl/; results under
 # $OUT (default /tmp/kj-windows), at most eight files. STAGES picks among spread, hostile,
-# launch (a launch-bound module's gradings), modes (benchmark beside leaderboard mode),
+# launch (a launch-bound module's gradings), placement (bench/launch_spread.py: the same
+# module's device time by process and by where its tensors lie), modes (benchmark beside leaderboard mode),
 # excess (bench/window_excess.py: where a window's
 # figure parts from the runner's median), ncu (each case beside Nsight Compute's kernel time)
 # and probe (default: spread hostile probe);
@@ -45,6 +46,11 @@ if stage launch; then
     timeout "${LAUNCH_S:-200}" python3 -m bench.ranked_clock launch-bound --runs "$RUNS" \
         > "$OUT/launch.jsonl" 2> "$OUT/launch.err"
     echo "launch-bound: $?"
+fi
+if stage placement; then
+    timeout "${PLACEMENT_S:-150}" python3 -m bench.launch_spread --procs "$RUNS" \
+        > "$OUT/placement.jsonl" 2> "$OUT/placement.err"
+    echo "placement: $?"
 fi
 if stage modes; then
     timeout "${MODES_S:-120}" python3 -m bench.ranked_clock modes \
