@@ -1,4 +1,4 @@
-"""The ranked time (the harness's own clock over batches, grader/clock.py) on this machine:
+"""The ranked time (the harness's own clock, grader/clock.py) on this machine:
 how much an honest score moves between fresh gradings, whether benchmark and leaderboard
 mode agree, what the hostile timing cases score beside the honest solution, a launch-bound
 KernelBench module, and each case's figure beside Nsight Compute's kernel time.
@@ -14,7 +14,8 @@ KernelBench module, and each case's figure beside Nsight Compute's kernel time.
 Gradings go through grader.harness.grade(), sandboxed, one after another in this process with
 a fresh runner each (as a worker's pool process grades), the device's peaks measured once.
 Prints one JSON line per result; `--out` also writes them all. Results and their reading
-are in docs/benchmarks.md, "The ranked time on the harness's clock"."""
+are in docs/benchmarks.md, "The ranked time on a GPU: ten gradings and Nsight Compute" and
+the sections after it."""
 
 from __future__ import annotations
 
