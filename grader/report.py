@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 
 class Status(StrEnum):
@@ -333,6 +333,65 @@ def sol_fraction(cases: list[CaseResult]) -> float | None:
     if not fractions:
         return None
     return math.exp(sum(math.log(f) for f in fractions) / len(fractions))
+
+
+class ValidationStatus(StrEnum):
+    """A validation's verdict on this worker (running until it has one)."""
+
+    RUNNING = "running"
+    PASSED = "passed"  # no check found a problem
+    FAILED = "failed"
+    # This worker's device is not one the problem can be graded on; the message says what
+    # it needs.
+    NEEDS = "needs"
+
+
+@dataclass
+class Check:
+    """One step of a validation. `expected` is what the step should do ("pass" or "fail");
+    `outcome` is "ok", "problem" (the step contradicts its expectation) or "skipped"."""
+
+    name: str
+    kind: str  # "reference" | "solution"
+    expected: str
+    outcome: str
+    status: Status | Literal[""] = ""  # the grading's status, where a grading ran
+    message: str = ""
+    wall_s: float = 0.0
+
+
+@dataclass
+class ValidationReport:
+    """A problem version's validation on one worker (grader/validate.py)."""
+
+    status: ValidationStatus
+    # Empty in a report of old that named neither, and in the service's own where no device
+    # type could validate the problem.
+    problem: str = ""
+    device: str = ""
+    device_type: str = ""
+    device_name: str = ""
+    message: str = ""
+    checks: list[Check] = field(default_factory=list)
+    wall_s: float = 0.0
+    # Test mode's short limit on this device type, in seconds, under which the example
+    # solutions were graded and which the server keeps with the problem's version: task.yml's
+    # test_cases_timeout where it sets one (from "task.yml"), else derived from the seconds
+    # the reference's own test cases took, graded in test mode here (from "reference",
+    # grader.problem.derived_test_cases_timeout). None where the reference did not pass test mode.
+    test_cases_timeout_s: float | None = None
+    test_cases_timeout_from: str = ""
+    reference_test_cases_s: float | None = None
+    # Each benchmark case's physical floor as this version defines it, kept with the version
+    # for organizers to read: {"case", "bytes", "flops", "declared", "floor_s"}. Bytes and
+    # flops are task.yml's roofline where it declares one (declared: true), else what the
+    # reference's own call read, wrote and computed (grader/expected.py's measured_roofline,
+    # as each grading on a GPU measures it again); floor_s at this worker's measured peaks,
+    # None without them.
+    rooflines: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain_dict(self)
 
 
 class PhaseClock:

@@ -25,8 +25,8 @@ from grader.harness import Standby
 from grader.harness import grade as grade_submission
 from grader.hygiene import wait_until_clean
 from grader.problem import problem_from_files
-from grader.report import Mode, Report, Status
-from grader.validate import ValidationReport, ValidationStatus, validate
+from grader.report import Mode, Report, Status, ValidationReport, ValidationStatus
+from grader.validate import validate
 from server.worker import context
 from server.worker.app import RESULTS_QUEUE, celery_app
 

@@ -86,7 +86,10 @@ def _worker_of(result: object) -> str:
 def record_validation(result: dict[str, Any]) -> None:
     with session_scope() as session:
         validation.record(
-            session, int(result["validation_id"]), dict(result["report"]), str(result["worker"])
+            session,
+            int(result["validation_id"]),
+            validation.parse_report(result["report"]),
+            str(result["worker"]),
         )
 
 

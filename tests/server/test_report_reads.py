@@ -51,14 +51,20 @@ def _part_name(node: ast.AST) -> str | None:
 def dict_reads(source: str) -> Iterator[int]:
     """Lines where a report or a part of one is read as a dict."""
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
-            if _part_name(node.value) and not isinstance(node.slice, ast.Slice):
-                yield node.lineno
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr in {"get", "items", "keys", "values"} and _part_name(
-                node.func.value
-            ):
-                yield node.lineno
+        subscript = (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.ctx, ast.Load)
+            and not isinstance(node.slice, ast.Slice)
+            and _part_name(node.value) is not None
+        )
+        lookup = (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and _part_name(node.func.value) is not None
+        )
+        if subscript or lookup:
+            yield getattr(node, "lineno", 0)
 
 
 def test_the_scan_finds_a_report_read_as_a_dict() -> None:
