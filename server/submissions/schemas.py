@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
 
 from grader.report import (
     TERMINAL_STATUSES,
@@ -109,6 +116,13 @@ class SubmissionOut(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+
+    @field_serializer("cases")
+    def _as_the_grader_writes_them(self, cases: list[CaseResult]):
+        """Each case as its report's JSON has it (CaseResult.to_dict): a figure only some
+        gradings make is left out where it was not made. Unannotated, so the schema keeps
+        CaseResult's."""
+        return [case.to_dict() for case in cases]
 
 
 class GradingResult(BaseModel):
