@@ -4,45 +4,15 @@ speed-of-light fraction and physical floor come from this machine, not a datashe
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
 
+from grader.report import DevicePeaks
+
+__all__ = ["DevicePeaks", "measure_peaks"]
+
 REPEATS = 10
-
-
-@dataclass(frozen=True)
-class DevicePeaks:
-    copy_bytes_per_s: float  # bytes read plus bytes written per second, device to device
-    matmul_flops_per_s: float  # dense matrix product: bf16 on CUDA, float32 on the CPU
-    matmul_dtype: str
-    # The last-level cache (L2 on a GPU): what a kernel writes can still sit there when it
-    # ends, so that much of a case's bytes need not have reached memory.
-    cache_bytes: float = 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> DevicePeaks:
-        return cls(
-            copy_bytes_per_s=float(raw["copy_bytes_per_s"]),
-            matmul_flops_per_s=float(raw["matmul_flops_per_s"]),
-            matmul_dtype=str(raw.get("matmul_dtype", "")),
-            cache_bytes=float(raw.get("cache_bytes", 0.0)),
-        )
-
-    def floor_s(self, bytes_moved: float, flops: float) -> float:
-        """The least time a case can take here: its bytes at full bandwidth or its flops at
-        the full matrix rate, whichever is longer."""
-        return max(bytes_moved / self.copy_bytes_per_s, flops / self.matmul_flops_per_s)
-
-    def cached_floor_s(self, bytes_moved: float, flops: float) -> float:
-        """The floor less what the cache can absorb: the bytes a kernel's writes may leave in
-        the cache when it ends are not counted, up to the cache's size and half the bytes
-        (a kernel still reads its inputs from memory after a flush)."""
-        return self.floor_s(max(bytes_moved - self.cache_bytes, bytes_moved / 2), flops)
 
 
 def _best_seconds(fn: Any, cuda: bool) -> float:

@@ -29,7 +29,19 @@ from grader.expected import CUDA_ONLY, CaseSetup, ProblemSide, device_env
 from grader.hostsettings import HostSettings
 from grader.plausibility import label as _label
 from grader.problem import Problem
-from grader.report import PROFILE_FILE, CaseKind, CaseResult, Mode, PhaseClock, Report, Status, Stop
+from grader.report import (
+    PROFILE_FILE,
+    CaseKind,
+    CaseResult,
+    Mode,
+    PhaseClock,
+    Profile,
+    Report,
+    Roofline,
+    RunnerTime,
+    Status,
+    Stop,
+)
 from grader.requirements import shortfall
 from grader.screen import screen as screen_source
 from grader.session import RunnerSession, Standby
@@ -44,8 +56,6 @@ from grader.timing import (
 
 __all__ = ["CUDA_ONLY", "DEVICES", "MODES", "Standby", "grade"]
 
-# What a case keeps of the runner's own figures where the harness's clock set its time.
-RUNNER_FIGURES = ("median_s", "min_s", "cv", "iqr_over_median", "samples", "sm_clock_mhz")
 # The runner's timed calls take at most this share of a case's timing budget; the harness's
 # batches get the rest.
 RUNNER_SHARE = 0.5
@@ -115,7 +125,7 @@ def grade(
             device=info.kind,
             device_name=info.name,
             device_type=info.device_type,
-            device_peaks=peaks.to_dict() if peaks else None,
+            device_peaks=peaks,
         )
         grading = _Grading(problem, code, mode, info, ranked_seed, report, on_progress, peaks)
         grading.ncu, grading.why_not_ncu = ncu, why_not_ncu
@@ -565,7 +575,7 @@ class _Grading:
         assert result.time is not None
         budget_ends = time.monotonic() + self._budget()
         reported = result.time
-        median = reported["median_s"]
+        median = reported.median_s
         if session.gate is not None:
             # The harness's windows rank: the fastest round's mean (grader/clock.py), the
             # rounds' spread its distribution. The runner's own figures stay beside them in
@@ -573,10 +583,10 @@ class _Grading:
             windows = clock.Windows(self.side, session, setup, layout, self.problem.tolerance)
             measured = windows.measure(budget_ends)
             floor_s = clock.window_floor(measured.fastest_s)
-            result.runner_time = {key: reported[key] for key in RUNNER_FIGURES}
-            result.time = summarize(measured.per_call_s, reported["sm_clock_mhz"])
-            result.time.update(
-                _harness_figures(measured, floor_s, "windows"),
+            result.runner_time = RunnerTime.of(reported)
+            result.time = dataclasses.replace(
+                summarize(measured.per_call_s, reported.sm_clock_mhz),
+                **_harness_figures(measured, floor_s, "windows"),
                 median_s=measured.fastest_s,
                 window_cost_s=measured.window_cost_s,
                 ranked_by="grader",
@@ -597,15 +607,16 @@ class _Grading:
             floor_s, ceiling_s = clock.ranked_bounds(self.kind, measured.fastest_s, warm_s)
             figures = _harness_figures(measured, floor_s, "batches")
             if floor_s <= median <= ceiling_s:
-                reported.update(figures, ranked_by="runner")
+                result.time = dataclasses.replace(reported, **figures, ranked_by="runner")
             else:
-                result.runner_time = {key: reported[key] for key in RUNNER_FIGURES}
+                result.runner_time = RunnerTime.of(reported)
                 bounded = [min(max(x, floor_s), ceiling_s) for x in samples]
-                result.time = summarize(bounded, reported["sm_clock_mhz"])
-                result.time.update(figures, ranked_by="grader")
+                result.time = dataclasses.replace(
+                    summarize(bounded, reported.sm_clock_mhz), **figures, ranked_by="grader"
+                )
             suspect_s = clock.ranked_floor(self.kind, measured.fastest_s, warm_s)
             self._flag_under(setup, median, suspect_s, floor_s, measured, "that bound")
-        if result.time["median_s"] <= 0:
+        if result.time.median_s <= 0:
             raise Stop(
                 Status.REJECTED, f"case {_label(setup.case)}: a median time of zero is impossible"
             )
@@ -647,27 +658,31 @@ class _Grading:
         problem declares no roofline, the floor comes from what the reference's own call
         read, wrote and computed (`measured: true`), and only a time under MEASURED_MARGIN
         of it is rejected: an honest kernel may skip work the reference does."""
-        roofline = self.problem.roofline(setup.case)
+        declared = self.problem.roofline(setup.case)
         margin = plausibility.FLOOR_MARGIN
-        if roofline is None and setup.measured is not None:
-            roofline = {**setup.measured, "measured": True}
+        roofline: Roofline | None = None
+        if declared is not None:
+            roofline = Roofline(bytes=declared.get("bytes", 0.0), flops=declared.get("flops", 0.0))
+        elif setup.measured is not None:
+            roofline = Roofline(
+                bytes=setup.measured["bytes"], flops=setup.measured["flops"], measured=True
+            )
             margin = plausibility.MEASURED_FLOOR_MARGIN
         if roofline is None or result.time is None:
             return
         result.roofline = roofline
         if self.peaks is None:
             return
-        floor = self.peaks.floor_s(roofline.get("bytes", 0.0), roofline.get("flops", 0.0))
+        floor = self.peaks.floor_s(roofline.bytes, roofline.flops)
         if floor <= 0:
             return
-        median = result.time["median_s"]
-        roofline["floor_s"] = floor
-        roofline["sol_fraction"] = floor / median
+        median = result.time.median_s
+        roofline.floor_s = floor
+        roofline.sol_fraction = floor / median
         if self.enforce_floor:
             # Judged against the floor less what the L2 cache absorbs: an honest vectoradd at
             # 4096² (its 34 MB output fits an H100's 50 MB L2) ran at 0.90x the plain floor.
-            bytes_moved, flops = roofline.get("bytes", 0.0), roofline.get("flops", 0.0)
-            cached = self.peaks.cached_floor_s(bytes_moved, flops)
+            cached = self.peaks.cached_floor_s(roofline.bytes, roofline.flops)
             plausibility.check_floor(_label(setup.case), median, cached, margin)
 
     def _collect_profile(self, session: RunnerSession) -> None:
@@ -680,11 +695,14 @@ class _Grading:
             self.ncu_fell_through = nsight.why_not(summary)
             return
         for index, result in enumerate(self.report.cases, start=1):
-            result.profile = {"tool": nsight.TOOL, "version": summary["version"],
-                              "calls": profiling.PROFILED_CALLS,
-                              "kernels": kernels.get(str(index), [])}  # fmt: skip
+            result.profile = Profile(
+                tool=nsight.TOOL,
+                version=summary["version"],
+                calls=profiling.PROFILED_CALLS,
+                kernels=kernels.get(str(index), []),
+            )
         if data:
-            self.report.files[PROFILE_FILE] = data
+            self.report.add_file(PROFILE_FILE, data)
         self.report.message = (
             f"all {len(self.report.cases)} benchmark cases passed and were profiled "
             f"({nsight.TOOL}; no score: a profile never ranks)"
@@ -710,7 +728,7 @@ class _Grading:
                 f"({profiling.TOOL}; no score: a profile never ranks)"
             )
             return
-        medians = [c.time["median_s"] for c in self.report.cases if c.time]
+        medians = [c.time.median_s for c in self.report.cases if c.time]
         self.report.score = geometric_mean(medians)
         self.report.message = (
             f"all {len(self.report.cases)} benchmark cases passed; "

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from grader import replies
-from grader.report import Status, Stop
+from grader.report import Profile, Status, Stop
 
 # Calls profiled per case, after one call outside the profile (compilation, autotuning and
 # the caching allocator's first blocks are not what a competitor wants to read about).
@@ -101,7 +101,7 @@ def _row(event: Any) -> dict[str, Any]:
     }
 
 
-def table_from_reply(reply: dict[str, Any], why_not_ncu: str) -> dict[str, Any]:
+def table_from_reply(reply: dict[str, Any], why_not_ncu: str) -> Profile:
     """The runner's profile as the report keeps it: bounded and of the expected shape, or
     the grading stops with an error. `why_not_ncu`: why this is no Nsight Compute profile."""
     profile = reply.get("profile")
@@ -121,13 +121,13 @@ def table_from_reply(reply: dict[str, Any], why_not_ncu: str) -> dict[str, Any]:
         for key in _NUMBERS:
             kept[key] = _number(row.get(key))
         rows.append(kept)
-    return {
-        "tool": TOOL,
-        "why_not_ncu": why_not_ncu,
-        "calls": _count(profile.get("calls")),
-        "wall_us_per_call": _number(profile.get("wall_us_per_call")),
-        "rows": rows,
-    }
+    return Profile(
+        tool=TOOL,
+        why_not_ncu=why_not_ncu,
+        calls=_count(profile.get("calls")),
+        wall_us_per_call=_number(profile.get("wall_us_per_call")),
+        rows=rows,
+    )
 
 
 def _number(value: Any) -> float:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 
 class Status(StrEnum):
@@ -46,17 +47,35 @@ TERMINAL_STATUSES = frozenset(
     {Status.PASSED, Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.REJECTED}
 )
 
+# A field that the report's JSON leaves out while it is None: a figure only some gradings
+# make (a window's cost on a GPU's windows, a floor where peaks were measured), absent from
+# the JSON where it was never made, as it always was.
+SOMETIMES = {"omitted_when_none": True}
+
+
+def _plain(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {
+            item.name: _plain(getattr(value, item.name))
+            for item in fields(value)
+            if not (item.metadata.get("omitted_when_none") and getattr(value, item.name) is None)
+        }
+    if isinstance(value, StrEnum):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    return value
+
 
 def plain_dict(record: Any) -> dict[str, Any]:
-    """A dataclass as `dataclasses.asdict` gives it, with each enum member in its fields as
-    its plain string: what JSON, YAML or a log's repr shows of a report is what it always
-    was."""
-    return asdict(
-        record,
-        dict_factory=lambda fields: {
-            name: str(value) if isinstance(value, StrEnum) else value for name, value in fields
-        },
-    )
+    """A dataclass as JSON-safe dicts and lists, with each enum member in its fields as its
+    plain string and each figure only some gradings make left out where it is None: what
+    JSON, YAML or a log's repr shows of a report is what it always was."""
+    out = _plain(record)
+    assert isinstance(out, dict)
+    return out
 
 
 def tail(text: str, lines: int = 12) -> str:
@@ -73,29 +92,174 @@ class Stop(Exception):
         self.message = message
 
 
-@dataclass
-class CaseResult:
-    kind: CaseKind
-    params: dict[str, Any]
-    status: Status
-    message: str = ""
-    # The case's timed calls: median_s (its ranked figure), mean_s, min_s, p10_s .. p90_s,
-    # cv, iqr_over_median, samples, sm_clock_mhz; and the harness's own clock beside them:
-    # harness_per_call_s, harness_floor_s, calls_per_batch, batches, harness_clock,
-    # window_cost_s (windows: what a window's calibrated cost took off the fastest round),
-    # ranked_by ("runner", or "grader": on a GPU's windows their figure is median_s and the
-    # rounds its distribution; with batches the floor raised the runner's samples). None
-    # when untimed.
-    time: dict[str, Any] | None = None
-    # Where the grader's clock ranks: the runner's own figures as it reported them
-    # (median_s, min_s, cv, iqr_over_median, samples, sm_clock_mhz), for reading only.
-    runner_time: dict[str, Any] | None = None
-    roofline: dict[str, float] | None = None
-    # Profile mode: what took the time in the case's profiled calls (grader/profiling.py).
-    profile: dict[str, Any] | None = None
+def _finite(value: float | None) -> float | None:
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+@dataclass(frozen=True)
+class DevicePeaks:
+    """A device's measured ceilings (grader/calibrate.py measures them), from which each
+    case's physical floor and speed-of-light fraction come."""
+
+    copy_bytes_per_s: float  # bytes read plus bytes written per second, device to device
+    matmul_flops_per_s: float  # dense matrix product: bf16 on CUDA, float32 on the CPU
+    matmul_dtype: str = ""
+    # The last-level cache (L2 on a GPU): what a kernel writes can still sit there when it
+    # ends, so that much of a case's bytes need not have reached memory.
+    cache_bytes: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return plain_dict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> DevicePeaks:
+        return cls(
+            copy_bytes_per_s=float(raw["copy_bytes_per_s"]),
+            matmul_flops_per_s=float(raw["matmul_flops_per_s"]),
+            matmul_dtype=str(raw.get("matmul_dtype", "")),
+            cache_bytes=float(raw.get("cache_bytes", 0.0)),
+        )
+
+    def floor_s(self, bytes_moved: float, flops: float) -> float:
+        """The least time a case can take here: its bytes at full bandwidth or its flops at
+        the full matrix rate, whichever is longer."""
+        return max(bytes_moved / self.copy_bytes_per_s, flops / self.matmul_flops_per_s)
+
+    def cached_floor_s(self, bytes_moved: float, flops: float) -> float:
+        """The floor less what the cache can absorb: the bytes a kernel's writes may leave in
+        the cache when it ends are not counted, up to the cache's size and half the bytes
+        (a kernel still reads its inputs from memory after a flush)."""
+        return self.floor_s(max(bytes_moved - self.cache_bytes, bytes_moved / 2), flops)
+
+
+@dataclass
+class CaseTime:
+    """A case's timed calls (grader/timing.py's summarize), and the harness's own clock
+    beside them (grader/clock.py). Figures a report from before they were recorded lacks
+    read as None."""
+
+    median_s: float  # the case's ranked figure
+    mean_s: float | None = None
+    min_s: float | None = None
+    p10_s: float | None = None
+    p25_s: float | None = None
+    p75_s: float | None = None
+    p90_s: float | None = None
+    cv: float | None = None
+    # The robust spread: one outlier sample moves the CV but not the interquartile range.
+    iqr_over_median: float | None = None
+    samples: int | None = None
+    sm_clock_mhz: float | None = None
+    # The harness's clock, outside test mode: "windows" (each call between its own events
+    # on a GPU) or "batches" of calls on fresh inputs.
+    harness_per_call_s: float | None = field(default=None, metadata=SOMETIMES)
+    harness_floor_s: float | None = field(default=None, metadata=SOMETIMES)
+    calls_per_batch: int | None = field(default=None, metadata=SOMETIMES)
+    batches: int | None = field(default=None, metadata=SOMETIMES)
+    harness_clock: str | None = field(default=None, metadata=SOMETIMES)
+    # Windows: what a window's calibrated cost took off the fastest round.
+    window_cost_s: float | None = field(default=None, metadata=SOMETIMES)
+    # "runner", or "grader": on a GPU's windows their figure is median_s and the rounds its
+    # distribution; with batches the floor raised the runner's samples.
+    ranked_by: str | None = field(default=None, metadata=SOMETIMES)
+
+    @property
+    def spread(self) -> float | None:
+        """The robust spread, IQR over median; for a report from before it was recorded,
+        the coefficient of variation (which one slow sample can inflate)."""
+        robust = _finite(self.iqr_over_median)
+        return robust if robust is not None else _finite(self.cv)
+
+
+@dataclass
+class RunnerTime:
+    """Where the grader's clock ranks: the runner's own figures as it reported them, for
+    reading only."""
+
+    median_s: float
+    min_s: float | None = None
+    cv: float | None = None
+    iqr_over_median: float | None = None
+    samples: int | None = None
+    sm_clock_mhz: float | None = None
+
+    @classmethod
+    def of(cls, time: CaseTime) -> RunnerTime:
+        return cls(
+            median_s=time.median_s,
+            min_s=time.min_s,
+            cv=time.cv,
+            iqr_over_median=time.iqr_over_median,
+            samples=time.samples,
+            sm_clock_mhz=time.sm_clock_mhz,
+        )
+
+
+@dataclass
+class Roofline:
+    """The least a case's call must move and compute, and the floor that makes at the
+    device's measured peaks."""
+
+    bytes: float = 0.0
+    flops: float = 0.0
+    # True where the reference's own call was measured (the problem declares no roofline).
+    measured: bool | None = field(default=None, metadata=SOMETIMES)
+    floor_s: float | None = field(default=None, metadata=SOMETIMES)
+    # floor_s over the case's median: 1 is the speed of light.
+    sol_fraction: float | None = field(default=None, metadata=SOMETIMES)
+
+
+@dataclass
+class Profile:
+    """Profile mode: what took the time in a case's profiled calls (grader/profiling.py),
+    Nsight Compute's kernels where it ran (grader/nsight.py), else torch.profiler's
+    operations and why there is no Nsight Compute profile."""
+
+    tool: str
+    version: str | None = field(default=None, metadata=SOMETIMES)  # Nsight Compute's
+    why_not_ncu: str | None = field(default=None, metadata=SOMETIMES)  # torch.profiler's
+    calls: int = 1
+    wall_us_per_call: float | None = field(default=None, metadata=SOMETIMES)
+    # Nsight Compute: one row per kernel (grader/nsight.py's figures by name).
+    kernels: list[dict[str, Any]] | None = field(default=None, metadata=SOMETIMES)
+    # torch.profiler: one row per operation (grader/profiling.py's figures by name).
+    rows: list[dict[str, Any]] | None = field(default=None, metadata=SOMETIMES)
+
+
+@dataclass
+class CaseResult:
+    kind: CaseKind
+    # The case's parameters as the problem states them (none in a report of old that
+    # left them out).
+    params: dict[str, Any] = field(default_factory=dict)
+    status: Status = field(kw_only=True)
+    message: str = ""
+    # The case's timed calls; None when untimed.
+    time: CaseTime | None = None
+    # Where the grader's clock ranks: the runner's own figures.
+    runner_time: RunnerTime | None = None
+    roofline: Roofline | None = None
+    profile: Profile | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain_dict(self)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == Status.PASSED
+
+    @property
+    def sol_fraction(self) -> float | None:
+        """The case's speed-of-light fraction: its floor over its median (1 is the fastest
+        the device allows); None where it has none."""
+        return _finite(self.roofline.sol_fraction) if self.roofline is not None else None
+
+
+@dataclass
+class ReportFile:
+    """A file a grading left beside its report, as the report names it."""
+
+    bytes: int  # its size
 
 
 @dataclass
@@ -107,7 +271,7 @@ class Report:
     device_name: str = ""
     device_type: str = ""
     # The device's measured copy bandwidth and matrix rate the floors were computed from.
-    device_peaks: dict[str, Any] | None = None
+    device_peaks: DevicePeaks | None = None
     score: float | None = None
     message: str = ""
     flags: list[str] = field(default_factory=list)
@@ -121,20 +285,113 @@ class Report:
     # Where the grading's time went, in seconds per phase (see PhaseClock).
     phases: dict[str, float] = field(default_factory=dict)
     # Files the grading hands its author beside the report, by name (profile mode's Nsight
-    # Compute report, PROFILE_FILE). Not part of to_dict(), which names each with its size:
-    # a worker sends their bytes on their own.
-    files: dict[str, bytes] = field(default_factory=dict, repr=False)
+    # Compute report, PROFILE_FILE), with their size. Their bytes are in `contents` on the
+    # side that made them, never in the JSON: a worker sends them on their own.
+    files: dict[str, ReportFile] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.contents: dict[str, bytes] = {}
+
+    def add_file(self, name: str, content: bytes) -> None:
+        self.files[name] = ReportFile(bytes=len(content))
+        self.contents[name] = content
 
     def to_dict(self) -> dict[str, Any]:
-        files = self.files
-        self.files = {}
-        try:
-            out = plain_dict(self)
-        finally:
-            self.files = files
-        out["cases"] = [case.to_dict() for case in self.cases]
-        out["files"] = {name: {"bytes": len(data)} for name, data in sorted(files.items())}
+        out = plain_dict(self)
+        out["files"] = dict(sorted(out["files"].items()))
         return out
+
+    @property
+    def failed_cases(self) -> int:
+        return sum(1 for case in self.cases if not case.passed)
+
+    @property
+    def sol_fraction(self) -> float | None:
+        """Geometric mean of the benchmark cases' speed-of-light fractions (like the score,
+        which is the geometric mean of their times)."""
+        return sol_fraction(self.cases)
+
+    @property
+    def timed_on_warm_inputs(self) -> bool:
+        """Whether the runner timed one input set over and over with nothing flushed between
+        the calls: benchmark mode on a CPU worker (a GPU's L2 is flushed before each call,
+        and leaderboard mode times each call on fresh inputs). Inputs that fit the CPU's
+        caches then come from there, so such a run can beat memory bandwidth and leaderboard
+        mode's times."""
+        return self.mode == Mode.BENCHMARK and self.device == "cpu"
+
+
+def sol_fraction(cases: list[CaseResult]) -> float | None:
+    """Geometric mean of the benchmark cases' speed-of-light fractions."""
+    fractions = [
+        fraction
+        for case in cases
+        if case.kind != CaseKind.TEST
+        and (fraction := case.sol_fraction) is not None
+        and fraction > 0
+    ]
+    if not fractions:
+        return None
+    return math.exp(sum(math.log(f) for f in fractions) / len(fractions))
+
+
+class ValidationStatus(StrEnum):
+    """A validation's verdict on this worker (running until it has one)."""
+
+    RUNNING = "running"
+    PASSED = "passed"  # no check found a problem
+    FAILED = "failed"
+    # This worker's device is not one the problem can be graded on; the message says what
+    # it needs.
+    NEEDS = "needs"
+
+
+@dataclass
+class Check:
+    """One step of a validation. `expected` is what the step should do ("pass" or "fail");
+    `outcome` is "ok", "problem" (the step contradicts its expectation) or "skipped"."""
+
+    name: str
+    kind: str  # "reference" | "solution"
+    expected: str
+    outcome: str
+    status: Status | Literal[""] = ""  # the grading's status, where a grading ran
+    message: str = ""
+    wall_s: float = 0.0
+
+
+@dataclass
+class ValidationReport:
+    """A problem version's validation on one worker (grader/validate.py)."""
+
+    status: ValidationStatus
+    # Empty in a report of old that named neither, and in the service's own where no device
+    # type could validate the problem.
+    problem: str = ""
+    device: str = ""
+    device_type: str = ""
+    device_name: str = ""
+    message: str = ""
+    checks: list[Check] = field(default_factory=list)
+    wall_s: float = 0.0
+    # Test mode's short limit on this device type, in seconds, under which the example
+    # solutions were graded and which the server keeps with the problem's version: task.yml's
+    # test_cases_timeout where it sets one (from "task.yml"), else derived from the seconds
+    # the reference's own test cases took, graded in test mode here (from "reference",
+    # grader.problem.derived_test_cases_timeout). None where the reference did not pass test mode.
+    test_cases_timeout_s: float | None = None
+    test_cases_timeout_from: str = ""
+    reference_test_cases_s: float | None = None
+    # Each benchmark case's physical floor as this version defines it, kept with the version
+    # for organizers to read: {"case", "bytes", "flops", "declared", "floor_s"}. Bytes and
+    # flops are task.yml's roofline where it declares one (declared: true), else what the
+    # reference's own call read, wrote and computed (grader/expected.py's measured_roofline,
+    # as each grading on a GPU measures it again); floor_s at this worker's measured peaks,
+    # None without them.
+    rooflines: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain_dict(self)
 
 
 class PhaseClock:

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from grader.inputs import poison
+from grader.report import CaseTime
 
 WARMUP_MIN_S = 0.2
 WARMUP_MIN_CALLS = 3
@@ -119,28 +120,28 @@ def _percentile(sorted_samples: list[float], q: float) -> float:
     return sorted_samples[low] + (sorted_samples[high] - sorted_samples[low]) * (pos - low)
 
 
-def summarize(samples: list[float], sm_clock_mhz: float | None = None) -> dict[str, Any]:
+def summarize(samples: list[float], sm_clock_mhz: float | None = None) -> CaseTime:
     """The per-case time statistics of the report."""
     ordered = sorted(samples)
     mean = statistics.fmean(ordered)
     std = statistics.stdev(ordered) if len(ordered) > 1 else 0.0
     median = statistics.median(ordered)
     p25, p75 = _percentile(ordered, 0.25), _percentile(ordered, 0.75)
-    return {
-        "median_s": median,
-        "mean_s": mean,
-        "min_s": ordered[0],
-        "p10_s": _percentile(ordered, 0.1),
-        "p25_s": p25,
-        "p75_s": p75,
-        "p90_s": _percentile(ordered, 0.9),
-        "cv": std / mean if mean > 0 else 0.0,
+    return CaseTime(
+        median_s=median,
+        mean_s=mean,
+        min_s=ordered[0],
+        p10_s=_percentile(ordered, 0.1),
+        p25_s=p25,
+        p75_s=p75,
+        p90_s=_percentile(ordered, 0.9),
+        cv=std / mean if mean > 0 else 0.0,
         # The robust spread: one outlier sample moves the CV (135% on a steady case on an
         # H200) but not the interquartile range.
-        "iqr_over_median": (p75 - p25) / median if median > 0 else 0.0,
-        "samples": len(ordered),
-        "sm_clock_mhz": sm_clock_mhz,
-    }
+        iqr_over_median=(p75 - p25) / median if median > 0 else 0.0,
+        samples=len(ordered),
+        sm_clock_mhz=sm_clock_mhz,
+    )
 
 
 def geometric_mean(values: list[float]) -> float:

@@ -12,11 +12,10 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
@@ -33,7 +32,18 @@ from grader.problem import (
     Problem,
     derived_test_cases_timeout,
 )
-from grader.report import CaseKind, Mode, PhaseClock, Report, Status, Stop, plain_dict, tail
+from grader.report import (
+    CaseKind,
+    Check,
+    Mode,
+    PhaseClock,
+    Report,
+    Status,
+    Stop,
+    ValidationReport,
+    ValidationStatus,
+    tail,
+)
 from grader.requirements import language_shortfall, shortfall
 from grader.runner import NEEDS_GPU
 
@@ -62,72 +72,18 @@ FROM_REFERENCE = "reference"
 TRACE_LINES = 8
 
 
-class ValidationStatus(StrEnum):
-    """A validation's verdict on this worker (running until it has one)."""
-
-    RUNNING = "running"
-    PASSED = "passed"  # no check found a problem
-    FAILED = "failed"
-    # This worker's device is not one the problem can be graded on; the message says what
-    # it needs.
-    NEEDS = "needs"
-
-
-@dataclass
-class Check:
-    """One step of a validation. `expected` is what the step should do ("pass" or "fail");
-    `outcome` is "ok", "problem" (the step contradicts its expectation) or "skipped"."""
-
-    name: str
-    kind: str  # "reference" | "solution"
-    expected: str
-    outcome: str
-    status: Status | Literal[""] = ""  # the grading's status, where a grading ran
-    message: str = ""
-    wall_s: float = 0.0
-
-
-@dataclass
-class ValidationReport:
-    status: ValidationStatus
-    problem: str
-    device: str
-    device_type: str = ""
-    device_name: str = ""
-    message: str = ""
-    checks: list[Check] = field(default_factory=list)
-    wall_s: float = 0.0
-    # Test mode's short limit on this device type, in seconds, under which the example
-    # solutions were graded and which the server keeps with the problem's version: task.yml's
-    # test_cases_timeout where it sets one (from "task.yml"), else derived from the seconds
-    # the reference's own test cases took, graded in test mode here (from "reference",
-    # grader.problem.derived_test_cases_timeout). None where the reference did not pass test mode.
-    test_cases_timeout_s: float | None = None
-    test_cases_timeout_from: str = ""
-    reference_test_cases_s: float | None = None
-    # Each benchmark case's physical floor as this version defines it, kept with the version
-    # for organizers to read: {"case", "bytes", "flops", "declared", "floor_s"}. Bytes and
-    # flops are task.yml's roofline where it declares one (declared: true), else what the
-    # reference's own call read, wrote and computed (grader/expected.py's measured_roofline,
-    # as each grading on a GPU measures it again); floor_s at this worker's measured peaks,
-    # None without them.
-    rooflines: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return plain_dict(self)
-
-    def test_cases_limit_text(self) -> str:
-        """The limit in a sentence for the organizer, or '' where there is none."""
-        limit = self.test_cases_timeout_s
-        if limit is None:
-            return ""
-        if self.test_cases_timeout_from == FROM_TASK:
-            return f"test mode's cases may take {limit:g} s (task.yml's test_cases_timeout)"
-        return (
-            f"test mode's cases may take {limit:g} s on {self.device_type} "
-            f"({TEST_CASES_MULTIPLE:g} × the reference's own {self.reference_test_cases_s:.2f} s, "
-            f"at least {TEST_CASES_FLOOR_S:g} s, at most test_timeout)"
-        )
+def test_cases_limit_text(report: ValidationReport) -> str:
+    """The limit in a sentence for the organizer, or '' where there is none."""
+    limit = report.test_cases_timeout_s
+    if limit is None:
+        return ""
+    if report.test_cases_timeout_from == FROM_TASK:
+        return f"test mode's cases may take {limit:g} s (task.yml's test_cases_timeout)"
+    return (
+        f"test mode's cases may take {limit:g} s on {report.device_type} "
+        f"({TEST_CASES_MULTIPLE:g} × the reference's own {report.reference_test_cases_s:.2f} s, "
+        f"at least {TEST_CASES_FLOOR_S:g} s, at most test_timeout)"
+    )
 
 
 def expected_to_fail(path: str) -> bool:
@@ -363,7 +319,7 @@ def conclude(report: ValidationReport) -> None:
         report.message = f"all {ran} checks passed on {report.device_type}" + (
             f" ({len(skipped)} skipped)" if skipped else ""
         )
-        if limit := report.test_cases_limit_text():
+        if limit := test_cases_limit_text(report):
             report.message += f"; {limit}"
 
 

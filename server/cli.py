@@ -277,6 +277,7 @@ def grade(
     Exits 0 only if it passed."""
     from grader.harness import grade as grade_submission
     from grader.problem import ProblemError, load_problem
+    from grader.report import Status
     from sandbox import SandboxUnavailable
 
     try:
@@ -305,7 +306,7 @@ def grade(
         sys.stdout.write(json.dumps(result) + "\n")
     else:
         show.report(show.console(), result)
-    raise typer.Exit(0 if result["status"] == "passed" else 1)
+    raise typer.Exit(0 if report.status == Status.PASSED else 1)
 
 
 @user_app.command("add")

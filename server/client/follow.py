@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.status import Status as Spinner
 from rich.text import Text
 
-from grader.report import TERMINAL_STATUSES
+from grader.report import TERMINAL_STATUSES, Status
 from server.client.api import Api
 from server.client.errors import Unreachable, span
 
@@ -27,7 +27,7 @@ def poll_interval(elapsed_s: float) -> float:
 def describe(submission: dict[str, Any], running_s: float | None) -> str:
     head = f"submission {submission.get('id')}"
     status = submission.get("status")
-    if status == "queued":
+    if status == Status.QUEUED:
         position = submission.get("queue_position")
         if position is None:
             place = "queued"
@@ -40,7 +40,7 @@ def describe(submission: dict[str, Any], running_s: float | None) -> str:
         if wait is not None:
             text += "; expected to start " + (f"in about {span(wait)}" if wait >= 1 else "now")
         return text
-    if status == "running":
+    if status == Status.RUNNING:
         text = f"{head}: running"
         if submission.get("worker"):
             text += f" on {submission['worker']}"
@@ -63,7 +63,7 @@ class Progress:
 
     def update(self, submission: dict[str, Any]) -> None:
         status = submission.get("status")
-        if status == "running" and self._running_since is None:
+        if status == Status.RUNNING and self._running_since is None:
             self._running_since = time.monotonic()
         running_s = time.monotonic() - self._running_since if self._running_since else None
         text = describe(submission, running_s)

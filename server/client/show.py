@@ -12,6 +12,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from grader.report import Status
+
 # Output lines of a failed submission shown under its report; --json has them all.
 OUTPUT_LINES = 30
 # Width of tables written to a file or a pipe, where there is no terminal to measure.
@@ -94,7 +96,7 @@ def cases_table(cases: list[dict[str, Any]]) -> Table:
         row: list[str | Text] = [
             label,
             Text(params(case)),
-            Text(status, style="green" if status == "passed" else "red"),
+            Text(status, style="green" if status == Status.PASSED else "red"),
         ]
         if timed:
             row += [
@@ -196,7 +198,7 @@ def report(out: Console, result: dict[str, Any]) -> None:
         out.print(cases_table(cases))
         profile_tables(out, cases)
     status = str(result.get("status", ""))
-    out.print(Text.assemble("status: ", (status, "green" if status == "passed" else "red")))
+    out.print(Text.assemble("status: ", (status, "green" if status == Status.PASSED else "red")))
     score = result.get("score")
     if score is not None:
         out.print(
@@ -212,7 +214,7 @@ def report(out: Console, result: dict[str, Any]) -> None:
             out.print(Text(f"{label} ({params(case)}): {said}"))
     if result.get("flags"):
         out.print(Text(f"flags: {', '.join(map(str, result['flags']))}"))
-    if status not in ("passed", "queued", "running"):
+    if status not in (Status.PASSED, Status.QUEUED, Status.RUNNING):
         for stream in ("stdout", "stderr"):
             text = str(result.get(stream) or "").rstrip()
             # An error's message is often the traceback its stderr holds.
@@ -280,7 +282,7 @@ def submissions(out: Console, listed: list[dict[str, Any]]) -> None:
             Text(str(row.get("problem"))),
             str(row.get("mode")),
             str(row.get("gpu")),
-            Text(status, style="green" if status == "passed" else ""),
+            Text(status, style="green" if status == Status.PASSED else ""),
             duration(row.get("score")),
             when(row.get("created_at")),
             when(row.get("finished_at")),

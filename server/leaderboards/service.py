@@ -4,7 +4,6 @@ both from the precomputed tables (kept by ``upkeep``) and cached per leaderboard
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -249,21 +248,6 @@ def archived_versions(session: Session, problem: Problem) -> list[int]:
         for v in repository.entry_versions(session, problem.id)
         if v < problem.leaderboard_from_version
     ]
-
-
-def sol_fraction(report: dict[str, Any]) -> float | None:
-    """Geometric mean of the benchmark cases' speed-of-light fractions (like the score,
-    which is the geometric mean of their times)."""
-    fractions = [
-        float(fraction)
-        for case in report.get("cases", [])
-        if case.get("kind") != "test"
-        and isinstance(fraction := (case.get("roofline") or {}).get("sol_fraction"), int | float)
-        and fraction > 0
-    ]
-    if not fractions:
-        return None
-    return math.exp(sum(math.log(f) for f in fractions) / len(fractions))
 
 
 def competitor_counts(session: Session) -> dict[int, int]:

@@ -16,8 +16,9 @@ from sqlalchemy.orm import Session
 from grader.report import Mode, Status
 from server.leaderboards import repository
 from server.leaderboards.repository import Board
-from server.leaderboards.service import CHANGED_IN_SESSION, sol_fraction
+from server.leaderboards.service import CHANGED_IN_SESSION
 from server.models import LeaderboardEntry, LeaderboardRecord, Problem, Submission, User
+from server.submissions import reports
 
 # Rows of reports read at a time when a rebuild fills in speed-of-light fractions.
 BACKFILL_BATCH = 500
@@ -249,14 +250,21 @@ def record_of(board: Board, submission: Submission) -> LeaderboardRecord:
 def store_sol_fraction(submission: Submission) -> None:
     """A ranked submission's speed-of-light fraction, from its report if it was recorded
     without one (the entry shows it)."""
-    if submission.sol_fraction is None and submission.report and is_ranked(submission):
-        submission.sol_fraction = sol_fraction(submission.report)
+    if submission.sol_fraction is None and is_ranked(submission):
+        report = reports.stored(submission)
+        submission.sol_fraction = report.sol_fraction if report is not None else None
 
 
 def fill_in_sol_fractions(session: Session, problem_id: int | None) -> None:
     after = 0
     while rows := repository.unscored_reports(session, problem_id, after, BACKFILL_BATCH):
-        fractions = {sid: sol_fraction(report or {}) for sid, report in rows}
+        # Only ranked submissions' reports: leaderboard mode's.
+        fractions = {
+            sid: reports.from_storage(
+                kept, problem="", mode=Mode.LEADERBOARD, row_id=sid
+            ).sol_fraction
+            for sid, kept in rows
+        }
         repository.set_sol_fractions(
             session, {sid: f for sid, f in fractions.items() if f is not None}
         )

@@ -58,7 +58,11 @@ def validation_out(session: SessionDep, problem: Problem) -> ValidationOut:
                 created_at=row.created_at,
                 finished_at=row.finished_at,
                 report=row.report,
-                test_cases_timeout_s=(row.report or {}).get("test_cases_timeout_s"),
+                test_cases_timeout_s=(
+                    validation.parse_report(row.report).test_cases_timeout_s
+                    if row.report is not None
+                    else None
+                ),
             )
             for row in validation.current_round(session, problem)
         ],

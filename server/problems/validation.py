@@ -12,7 +12,11 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.orm import Session
+
+from grader.report import ValidationReport as GraderValidationReport
+from grader.report import ValidationStatus as GraderValidationStatus
 
 from server.models import Problem, ProblemValidation, utcnow
 from server.problems import repository, versions
@@ -65,7 +69,9 @@ def start(session: Session, problem: Problem, gpu_types: Sequence[str]) -> None:
                 attempt=problem.validation_attempt,
                 gpu_type=NO_DEVICE,
                 status=ValidationStatus.FAILED,
-                report={"status": ValidationStatus.FAILED, "message": message, "checks": []},
+                report=GraderValidationReport(
+                    status=GraderValidationStatus.FAILED, message=message
+                ).to_dict(),
                 finished_at=utcnow(),
             )
         )
@@ -92,7 +98,27 @@ def current_round(session: Session, problem: Problem) -> Sequence[ProblemValidat
     return repository.validations_of_round(session, problem.id, problem.validation_attempt)
 
 
-def record(session: Session, validation_id: int, report: dict[str, Any], worker: str) -> bool:
+# A validation's report at the door (a worker's, or one the database keeps): the grader's
+# ValidationReport; keys it does not know are ignored.
+VALIDATION_REPORT: TypeAdapter[GraderValidationReport] = TypeAdapter(GraderValidationReport)
+
+
+def parse_report(raw: object) -> GraderValidationReport:
+    """A validation report as a worker sent it or the database keeps it; one that does not
+    validate is a failed validation that says why."""
+    try:
+        return VALIDATION_REPORT.validate_python(raw)
+    except ValidationError as exc:
+        return GraderValidationReport(
+            status=GraderValidationStatus.FAILED,
+            message=f"the worker returned an invalid validation report ({exc.error_count()} "
+            "errors)",
+        )
+
+
+def record(
+    session: Session, validation_id: int, report: GraderValidationReport, worker: str
+) -> bool:
     """Write one device's report; a second report for the same validation (the worker died
     after validating, the message came again) is dropped, so each is recorded once."""
     row = repository.get_validation(session, validation_id)
@@ -106,10 +132,11 @@ def record(session: Session, validation_id: int, report: dict[str, Any], worker:
     if row.status != QUEUED:
         log.info("validation %s already recorded as %s; duplicate dropped", row.id, row.status)
         return False
-    reported = report.get("status")
-    known = (ValidationStatus.PASSED, ValidationStatus.NEEDS)
-    row.status = ValidationStatus(reported) if reported in known else ValidationStatus.FAILED
-    row.report = report
+    known = (GraderValidationStatus.PASSED, GraderValidationStatus.NEEDS)
+    row.status = (
+        ValidationStatus(report.status) if report.status in known else ValidationStatus.FAILED
+    )
+    row.report = report.to_dict()
     row.worker = worker
     row.finished_at = utcnow()
     if (
@@ -118,7 +145,7 @@ def record(session: Session, validation_id: int, report: dict[str, Any], worker:
         and row.status == ValidationStatus.PASSED
     ):
         versions.keep_test_cases_timeout(
-            problem, row.problem_version, row.gpu_type, report.get("test_cases_timeout_s")
+            problem, row.problem_version, row.gpu_type, report.test_cases_timeout_s
         )
     session.flush()
     if (

@@ -8,10 +8,9 @@ flags; the verdict, the per-case statistics and the harness's own figures stay."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
-from grader.report import Mode, Status
+from grader.report import CaseResult, Mode, Report, ReportFile, Status
 from server.models import Submission, User
 
 WITHHELD = (
@@ -34,14 +33,14 @@ SCREENING = "static screening rejected"
 @dataclass(frozen=True)
 class DisclosedReport:
     message: str
-    cases: list[dict[str, Any]]
+    cases: list[CaseResult]
     stdout: str
     stderr: str
     # True when the viewer is shown less than an organizer sees.
     withheld: bool
     flags: list[str]
     # The files the report names (server/submissions/files.py), by name, with their size.
-    files: dict[str, Any]
+    files: dict[str, ReportFile]
 
 
 def is_withheld_from(viewer: User | None, submission: Submission) -> bool:
@@ -50,29 +49,37 @@ def is_withheld_from(viewer: User | None, submission: Submission) -> bool:
 
 
 def disclose(
-    viewer: User | None, submission: Submission, *, code_visible: bool = True
+    viewer: User | None,
+    submission: Submission,
+    report: Report | None,
+    *,
+    code_visible: bool = True,
 ) -> DisclosedReport:
-    """The report as `viewer` may read it; `code_visible`: whether they may read the code."""
-    report = submission.report or {}
-    cases = [dict(case) for case in report.get("cases", [])]
+    """The report (`reports.stored(submission)`) as `viewer` may read it; `code_visible`:
+    whether they may read the code."""
+    report = report or Report(
+        status=Status(submission.status),
+        problem=submission.problem.name,
+        mode=Mode(submission.mode),
+        device="",
+    )
+    cases = list(report.cases)
     if not code_visible:
-        return without_source(submission, cases)
-    files = dict(report.get("files") or {})
+        return without_source(submission, report)
+    files = dict(report.files)
     if not is_withheld_from(viewer, submission):
         return DisclosedReport(
             message=submission.message,
             cases=cases,
-            stdout=str(report.get("stdout", "")),
-            stderr=str(report.get("stderr", "")),
+            stdout=report.stdout,
+            stderr=report.stderr,
             withheld=False,
             flags=list(submission.flags),
             files=files,
         )
-    for case in cases:
-        if case.get("message"):
-            case["message"] = WITHHELD
+    cases = [replace(case, message=WITHHELD) if case.message else case for case in cases]
     return DisclosedReport(
-        message=ranked_message(submission, cases),
+        message=ranked_message(submission, report),
         cases=cases,
         stdout="",
         stderr="",
@@ -82,21 +89,25 @@ def disclose(
     )
 
 
-def without_source(submission: Submission, cases: list[dict[str, Any]]) -> DisclosedReport:
+def without_source(submission: Submission, report: Report) -> DisclosedReport:
     """For someone who may not read the code: the verdict and the statistics, no text the
     submission's source or output could be read from."""
-    for case in cases:
-        if case.get("message") and case.get("status") != Status.PASSED:
-            case["message"] = PRIVATE
-        # A profile (and its Nsight Compute report) names the submission's own functions
-        # and kernels.
-        case.pop("profile", None)
+    cases = [
+        replace(
+            case,
+            message=PRIVATE if case.message and not case.passed else case.message,
+            # A profile (and its Nsight Compute report) names the submission's own
+            # functions and kernels.
+            profile=None,
+        )
+        for case in report.cases
+    ]
     message = submission.message
     screened = submission.status == Status.REJECTED and message.startswith(SCREENING)
     if screened or submission.status not in MESSAGE_WITHOUT_SOURCE | {Status.REJECTED}:
-        failed = sum(1 for case in cases if case.get("status") != Status.PASSED)
+        failed, graded = report.failed_cases, len(report.cases)
         message = {
-            Status.FAILED: f"{failed} of {len(cases)} cases failed; {PRIVATE}",
+            Status.FAILED: f"{failed} of {graded} cases failed; {PRIVATE}",
             Status.REJECTED: f"rejected by static screening; {PRIVATE}",
         }.get(Status(submission.status), f"the submission stopped with an error; {PRIVATE}")
     return DisclosedReport(
@@ -104,10 +115,10 @@ def without_source(submission: Submission, cases: list[dict[str, Any]]) -> Discl
     )
 
 
-def ranked_message(submission: Submission, cases: list[dict[str, Any]]) -> str:
+def ranked_message(submission: Submission, report: Report) -> str:
     if submission.status in MESSAGE_KEPT:
         return submission.message
     if submission.status == Status.FAILED:
-        failed = sum(1 for case in cases if case.get("status") != Status.PASSED)
-        return f"{failed} of {len(cases)} ranked cases failed; what they returned is {WITHHELD}"
+        failed, graded = report.failed_cases, len(report.cases)
+        return f"{failed} of {graded} ranked cases failed; what they returned is {WITHHELD}"
     return f"the submission stopped with an error in its ranked run; the error is {WITHHELD}"

@@ -34,7 +34,7 @@ from server.errors import (
 )
 from server.models import Submission, User
 from server.settings import Settings
-from server.submissions import disclosure, files, service
+from server.submissions import disclosure, files, reports, service
 from server.submissions.schemas import (
     SubmissionAccepted,
     SubmissionCreate,
@@ -247,8 +247,8 @@ async def read_submission(submission_id: RowId, credentials: TokenCredentials) -
 
 
 def submission_out(session: Session, submission: Submission, viewer: User) -> SubmissionOut:
-    report = submission.report or {}
-    shown = disclosure.disclose(viewer, submission)
+    report = reports.stored(submission)
+    shown = disclosure.disclose(viewer, submission, report)
     wait = service.queue_wait(session, submission)
     return SubmissionOut(
         id=submission.id,
@@ -267,9 +267,9 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         queue_position=wait.position if wait is not None else None,
         expected_wait_s=wait.expected_s if wait is not None else None,
         worker=submission.worker,
-        phases=service.phases(submission),
-        device_name=report.get("device_name"),
-        device_peaks=report.get("device_peaks"),
+        phases=service.phases(submission, report),
+        device_name=report.device_name if report is not None else None,
+        device_peaks=report.device_peaks if report is not None else None,
         files=shown.files,
         stdout=shown.stdout,
         stderr=shown.stderr,

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from grader.report import PROFILE_FILE, TERMINAL_STATUSES, Mode
 from server.errors import NotFound
 from server.models import Submission, SubmissionFile, User
-from server.submissions import repository
+from server.submissions import reports, repository
 from server.submissions.service import can_see_code
 
 log = logging.getLogger(__name__)
@@ -84,16 +84,17 @@ def missing(submission: Submission, name: str) -> str:
     if name not in KEPT:
         return f"no file {name!r}: a submission's only file is {PROFILE_FILE!r}"
     head = f"submission {submission.id} has no Nsight Compute report ({name})"
-    report = submission.report or {}
-    if name in (report.get("files") or {}):
+    report = reports.stored(submission)
+    if report is None:
+        return f"{head}; {WHY_NONE}"
+    if name in report.files:
         return (
             f"{head} yet: its worker made one that has not arrived, or was refused (the "
             "results step's log says why)"
         )
-    for case in report.get("cases", []):
-        why = (case.get("profile") or {}).get("why_not_ncu")
-        if why:
-            return f"{head}: {why}"
+    for case in report.cases:
+        if case.profile is not None and case.profile.why_not_ncu:
+            return f"{head}: {case.profile.why_not_ncu}"
     return f"{head}; {WHY_NONE}"
 
 

@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_serializer,
+    field_validator,
+)
 
-from grader.report import TERMINAL_STATUSES, Mode, Status
+from grader.report import (
+    TERMINAL_STATUSES,
+    CaseResult,
+    DevicePeaks,
+    Mode,
+    Report,
+    ReportFile,
+    Status,
+)
 
 
 class SubmissionCreate(BaseModel):
@@ -50,12 +64,6 @@ class SubmissionList(BaseModel):
     )
 
 
-class ReportFile(BaseModel):
-    """A file a grading left beside its report, as the report names it."""
-
-    bytes: int = Field(ge=0, description="its size")
-
-
 class SubmissionOut(BaseModel):
     """A submission and its report (the report's fields are filled once it is graded)."""
 
@@ -71,7 +79,7 @@ class SubmissionOut(BaseModel):
     flags: list[str]
     hidden: bool = Field(description="an organizer hid it: it is off the leaderboard")
     hacked: bool = Field(description="an organizer marked it as hacked: it is off the leaderboard")
-    cases: list[dict[str, Any]]
+    cases: list[CaseResult]
     queue_position: int | None = Field(
         description="while queued: submissions that start before this one on its device type "
         "(test mode goes first, then users take turns)"
@@ -88,7 +96,7 @@ class SubmissionOut(BaseModel):
         "pauses_in_timed_calls, harness_clock, setup, teardown)"
     )
     device_name: str | None
-    device_peaks: dict[str, Any] | None = Field(
+    device_peaks: DevicePeaks | None = Field(
         description="the worker's measured copy bandwidth and matrix rate behind each "
         "case's speed-of-light fraction"
     )
@@ -109,68 +117,12 @@ class SubmissionOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
 
-
-class CaseReport(BaseModel):
-    """One case of a grading, as the grader wrote it (grader.report.CaseResult)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    kind: str
-    params: dict[str, Any] = Field(default_factory=dict)
-    status: Status
-    message: str = ""
-    time: dict[str, Any] | None = Field(
-        default=None,
-        description="the case's timed calls: median_s (the case's ranked figure), mean_s, "
-        "min_s, p10_s..p90_s, cv, iqr_over_median, samples, sm_clock_mhz; and the grader's "
-        "own clock (harness_clock: 'windows', each call between its own events on a GPU, or "
-        "'batches' of calls on fresh inputs): harness_per_call_s, harness_floor_s, "
-        "calls_per_batch, batches, window_cost_s (windows: the calibrated cost of a window "
-        "subtracted from the fastest round's mean), ranked_by ('runner', or 'grader': on a "
-        "GPU's windows their figure is median_s; with batches the floor raised the samples)",
-    )
-    runner_time: dict[str, Any] | None = Field(
-        default=None,
-        description="where the grader's clock ranks: the figures the "
-        "submission's own process reported (median_s, min_s, cv, iqr_over_median, samples, "
-        "sm_clock_mhz)",
-    )
-    roofline: dict[str, Any] | None = None
-    # Profile mode: the case's profiled calls (grader.profiling).
-    profile: dict[str, Any] | None = None
-
-
-class GradingReport(BaseModel):
-    """A grading's report as a worker sends it (grader.report.Report): the one shape from
-    the grader to the database and the API."""
-
-    model_config = ConfigDict(extra="allow")
-
-    status: Status
-    problem: str = ""
-    mode: str = ""
-    device: str = ""
-    device_name: str = ""
-    device_type: str = ""
-    device_peaks: dict[str, Any] | None = None
-    score: float | None = None
-    message: str = ""
-    flags: list[str] = Field(default_factory=list)
-    cases: list[CaseReport] = Field(default_factory=list)
-    stdout: str = ""
-    stderr: str = ""
-    wall_s: float = 0.0
-    # Seconds per phase of the grading (grader.report.PhaseClock).
-    phases: dict[str, float] = Field(default_factory=dict)
-    # The files the worker sends on their own before the report (GradingFile), by name.
-    files: dict[str, ReportFile] = Field(default_factory=dict)
-
-    @field_validator("status")
-    @classmethod
-    def _terminal(cls, status: Status) -> Status:
-        if status not in TERMINAL_STATUSES:
-            raise ValueError(f"a report ends with a verdict, not {status.value!r}")
-        return status
+    @field_serializer("cases")
+    def _as_the_grader_writes_them(self, cases: list[CaseResult]):
+        """Each case as its report's JSON has it (CaseResult.to_dict): a figure only some
+        gradings make is left out where it was not made. Unannotated, so the schema keeps
+        CaseResult's."""
+        return [case.to_dict() for case in cases]
 
 
 class GradingResult(BaseModel):
@@ -178,7 +130,14 @@ class GradingResult(BaseModel):
 
     submission_id: int
     worker: str
-    report: GradingReport
+    report: Report
+
+    @field_validator("report")
+    @classmethod
+    def _terminal(cls, report: Report) -> Report:
+        if report.status not in TERMINAL_STATUSES:
+            raise ValueError(f"a report ends with a verdict, not {report.status.value!r}")
+        return report
 
 
 class GradingFile(BaseModel):
@@ -191,21 +150,10 @@ class GradingFile(BaseModel):
     content_b64: str
 
 
-def invalid_report(result: object, exc: ValidationError) -> GradingResult:
-    """An error verdict for a result whose report does not parse; raises again when even
-    its submission cannot be told."""
-    if not isinstance(result, dict) or not isinstance(result.get("submission_id"), int):
-        raise exc
+def why_invalid(exc: ValidationError) -> str:
+    """What is wrong with a worker's result, in a line for the submission's author."""
     problems = "; ".join(
         f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
         for error in exc.errors()[:5]
     )
-    return GradingResult(
-        submission_id=result["submission_id"],
-        worker=str(result.get("worker", "")),
-        report=GradingReport(
-            status=Status.ERROR,
-            message=f"the worker returned an invalid report ({problems})",
-            flags=["invalid_report"],
-        ),
-    )
+    return f"the worker returned an invalid report ({problems})"

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
-from grader.report import TERMINAL_STATUSES, Mode, Status
+from grader.report import TERMINAL_STATUSES, Mode, Report, Status
 from server.audit import service as audit
 from server.errors import (
     BadRequest,
@@ -21,13 +21,11 @@ from server.errors import (
     PayloadTooLarge,
     TooManyRequests,
 )
-from server.leaderboards import service as leaderboards
 from server.leaderboards import upkeep
 from server.models import Problem, Submission, User, utcnow
 from server.problems import service as problems
 from server.settings import Settings
 from server.submissions import repository
-from server.submissions.schemas import GradingReport
 from server.worker import dispatch, jobs
 
 log = logging.getLogger(__name__)
@@ -297,16 +295,15 @@ def queue_wait(session: Session, submission: Submission) -> dispatch.Wait | None
     return dispatch.wait_for(session, submission)
 
 
-def phases(submission: Submission) -> dict[str, float]:
+def phases(submission: Submission, report: Report | None) -> dict[str, float]:
     """Where a submission's time went: its wait in the queue, then its grading's phases."""
     found: dict[str, float] = {}
     if submission.started_at is not None:
         found["queue_wait"] = max(
             0.0, (submission.started_at - submission.created_at).total_seconds()
         )
-    raw = (submission.report or {}).get("phases")
-    if isinstance(raw, dict):
-        found.update({str(k): float(v) for k, v in raw.items() if isinstance(v, int | float)})
+    if report is not None:
+        found.update(report.phases)
     return found
 
 
@@ -316,7 +313,7 @@ def queue_of(session: Session, submission_id: int) -> str | None:
     return submission.gpu_type if submission is not None else None
 
 
-def record_report(session: Session, submission_id: int, report: GradingReport, worker: str) -> bool:
+def record_report(session: Session, submission_id: int, report: Report, worker: str) -> bool:
     """Write a report; a report for a submission that already has one is ignored, so a job
     graded twice (a worker died after grading, the message came again) is recorded once."""
     submission = repository.get_submission(session, submission_id, for_update=True)
@@ -331,17 +328,33 @@ def record_report(session: Session, submission_id: int, report: GradingReport, w
             submission.status,
         )
         return False
-    stored = report.model_dump(mode="json")
     submission.status = report.status
     passed = report.status == Status.PASSED
     submission.score = report.score if passed else None
-    submission.sol_fraction = leaderboards.sol_fraction(stored) if passed else None
+    submission.sol_fraction = report.sol_fraction if passed else None
     submission.message = report.message
     submission.flags = list(report.flags)
-    submission.report = stored
+    submission.report = report.to_dict()
     submission.worker = worker
     submission.started_at = submission.started_at or utcnow()
     submission.finished_at = utcnow()
     session.flush()
     upkeep.submission_changed(session, submission)
     return True
+
+
+def record_invalid_report(session: Session, submission_id: int, why: str, worker: str) -> bool:
+    """A worker's result whose report did not validate: an error verdict that says why."""
+    submission = repository.get_submission(session, submission_id)
+    if submission is None:
+        log.warning("invalid report for unknown submission %s dropped", submission_id)
+        return False
+    report = Report(
+        status=Status.ERROR,
+        problem=submission.problem.name,
+        mode=Mode(submission.mode),
+        device="",
+        message=why,
+        flags=["invalid_report"],
+    )
+    return record_report(session, submission_id, report, worker)

@@ -4,11 +4,11 @@ measured peaks are off; and which benchmark cases each device type really runs."
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from grader.problem import Problem as GraderProblem
+from grader.report import CaseResult
 
 # Above this interquartile range over the median, a case's timing is noisy: on a quiet
 # machine the middle half of the samples lies within a few percent of the median.
@@ -35,30 +35,18 @@ class Judgement:
         return max(self.noisy, key=lambda case: case.value, default=None)
 
 
-def number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None
-
-
-def spread(timing: dict[str, Any]) -> float | None:
-    """The robust spread, IQR over median; for a report from before it was recorded, the
-    coefficient of variation (which one slow sample can inflate)."""
-    robust = number(timing.get("iqr_over_median"))
-    return robust if robust is not None else number(timing.get("cv"))
-
-
-def judge(cases: list[dict[str, Any]]) -> Judgement:
+def judge(cases: list[CaseResult]) -> Judgement:
     timed = 0
     noisy: dict[int, Flagged] = {}
     beyond_light: dict[int, Flagged] = {}
     for index, case in enumerate(cases):
-        label = f"{case.get('kind', 'case')} {index}"
-        timing = case.get("time") or {}
-        if number(timing.get("median_s")) is not None:
+        label = f"{case.kind} {index}"
+        if case.time is not None:
             timed += 1
-        case_spread = spread(timing)
-        if case_spread is not None and case_spread > NOISY_SPREAD:
-            noisy[index] = Flagged(label, case_spread)
-        fraction = number((case.get("roofline") or {}).get("sol_fraction"))
+            case_spread = case.time.spread
+            if case_spread is not None and case_spread > NOISY_SPREAD:
+                noisy[index] = Flagged(label, case_spread)
+        fraction = case.sol_fraction
         if fraction is not None and fraction > 1:
             beyond_light[index] = Flagged(label, fraction)
     return Judgement(
@@ -68,14 +56,6 @@ def judge(cases: list[dict[str, Any]]) -> Judgement:
         frozenset(noisy),
         frozenset(beyond_light),
     )
-
-
-def warm_inputs(mode: str, report: dict[str, Any]) -> bool:
-    """Whether the runner timed one input set over and over with nothing flushed between
-    the calls: benchmark mode on a CPU worker (a GPU's L2 is flushed before each call, and
-    leaderboard mode times each call on fresh inputs). Inputs that fit the CPU's caches then
-    come from there, so such a run can beat memory bandwidth and leaderboard mode's times."""
-    return mode == "benchmark" and report.get("device") == "cpu"
 
 
 def device_kind(gpu_type: str) -> str:

@@ -30,7 +30,7 @@ from server.models import Problem, Submission
 from server.problems import bundle
 from server.problems import service as problems
 from server.problems.loaded import loaded
-from server.submissions import disclosure, files
+from server.submissions import disclosure, files, reports
 from server.submissions import service as submissions
 from server.web import judgement
 from server.web.charts import best_score_chart
@@ -319,9 +319,9 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
 
 
 def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
-    report = submission.report or {}
+    report = reports.stored(submission)
     show_code = submissions.can_see_code(page.viewer, submission)
-    shown = disclosure.disclose(page.viewer, submission, code_visible=show_code)
+    shown = disclosure.disclose(page.viewer, submission, report, code_visible=show_code)
     return {
         "submission": submission,
         "report": report,
@@ -329,10 +329,10 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
         "live": submission.status in LIVE_STATUSES,
         "wait": submissions.queue_wait(page.session, submission),
         "show_code": show_code,
-        "sol_fraction": leaderboards.sol_fraction(report),
+        "sol_fraction": report.sol_fraction if report is not None else None,
         "judged": judgement.judge(shown.cases),
         "noisy_spread": judgement.NOISY_SPREAD,
-        "warm_inputs": judgement.warm_inputs(submission.mode, report),
+        "warm_inputs": report is not None and report.timed_on_warm_inputs,
     }
 
 

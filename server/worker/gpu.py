@@ -25,7 +25,7 @@ from grader.harness import Standby
 from grader.harness import grade as grade_submission
 from grader.hygiene import wait_until_clean
 from grader.problem import problem_from_files
-from grader.report import Status
+from grader.report import Mode, Report, Status, ValidationReport, ValidationStatus
 from grader.validate import validate
 from server.worker import context
 from server.worker.app import RESULTS_QUEUE, celery_app
@@ -44,7 +44,8 @@ PRESENCE_EVERY_S = 120.0
 # unreachable; after that the job fails, and the outbox's sweeper sends it again.
 DELIVERY_RETRY = {"max_retries": 60, "interval_start": 1, "interval_step": 2, "interval_max": 10}
 
-Report = dict[str, Any]
+# What a job hands the results step: a grading's Report or a problem's ValidationReport.
+Result = dict[str, Any]
 # The runner for this pool process's next grading, started before its job arrives.
 STANDBY = Standby()
 
@@ -96,7 +97,7 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
     report) go to the results step before its report, each on its own."""
     files: dict[str, bytes] = {}
 
-    def work(worker: context.GpuWorker) -> Report:
+    def work(worker: context.GpuWorker) -> Result:
         problem = problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
         validated = payload.get("test_cases_timeout_s")
         if validated is not None:
@@ -112,18 +113,19 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
             memory_bytes=worker.memory_bytes,
             standby=standby(),
         )
-        files.update(graded.files)
+        files.update(graded.contents)
         return graded.to_dict()
 
-    def failed(exc: Exception) -> Report:
-        return {
-            "status": Status.ERROR,
-            "score": None,
-            "message": f"the grader failed on this worker ({type(exc).__name__}); "
+    def failed(exc: Exception) -> Result:
+        return Report(
+            status=Status.ERROR,
+            problem=payload["problem"]["name"],
+            mode=Mode(payload["mode"]),
+            device=context.current().device,
+            message=f"the grader failed on this worker ({type(exc).__name__}); "
             "an organizer has been told through the worker's log",
-            "flags": ["grader_failure"],
-            "cases": [],
-        }
+            flags=["grader_failure"],
+        ).to_dict()
 
     def started() -> None:
         notify(RECORD_STARTED, submission_id, context.worker_name())
@@ -148,7 +150,7 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
 def validate_problem(validation_id: int, payload: dict[str, Any]) -> None:
     """Validate one version of a problem on this worker's device."""
 
-    def work(worker: context.GpuWorker) -> Report:
+    def work(worker: context.GpuWorker) -> Result:
         problem = problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
         return validate(
             problem,
@@ -160,12 +162,13 @@ def validate_problem(validation_id: int, payload: dict[str, Any]) -> None:
             standby=standby(),
         ).to_dict()
 
-    def failed(exc: Exception) -> Report:
-        return {
-            "status": "failed",
-            "message": f"the validator failed on this worker ({type(exc).__name__}: {exc})",
-            "checks": [],
-        }
+    def failed(exc: Exception) -> Result:
+        return ValidationReport(
+            status=ValidationStatus.FAILED,
+            problem=payload["problem"]["name"],
+            device=context.current().device,
+            message=f"the validator failed on this worker ({type(exc).__name__}: {exc})",
+        ).to_dict()
 
     report = gpu_job(f"validation {validation_id}", work, failed)
     deliver(RECORD_VALIDATION, {"validation_id": validation_id, "report": report})
@@ -173,10 +176,10 @@ def validate_problem(validation_id: int, payload: dict[str, Any]) -> None:
 
 def gpu_job(
     label: str,
-    work: Callable[[context.GpuWorker], Report],
-    failed: Callable[[Exception], Report],
+    work: Callable[[context.GpuWorker], Result],
+    failed: Callable[[Exception], Result],
     started: Callable[[], None] | None = None,
-) -> Report:
+) -> Result:
     """The skeleton of every job here: a clean GPU first, then the work; a failure of the
     grader itself still ends the job with a report, so nothing is stranded."""
     worker = context.current()

@@ -16,7 +16,7 @@ from server.problems import validation
 from server.settings import get_settings
 from server.submissions import files
 from server.submissions import service as submissions
-from server.submissions.schemas import GradingFile, GradingResult, invalid_report
+from server.submissions.schemas import GradingFile, GradingResult, why_invalid
 from server.worker import dispatch, jobs
 from server.worker.app import celery_app
 
@@ -43,13 +43,22 @@ def record_started(submission_id: int, worker: str) -> None:
 
 @celery_app.task(name="kerneljudge.record_report", **RETRY)
 def record_report(result: dict[str, Any]) -> None:
+    """A grading's report, validated here into the grader's Report; one that does not
+    validate is recorded as an error verdict that says why (or raises again when even its
+    submission cannot be told)."""
     try:
         graded = GradingResult.model_validate(result)
     except ValidationError as exc:
-        graded = invalid_report(result, exc)
-    with session_scope() as session:
-        submissions.record_report(session, graded.submission_id, graded.report, graded.worker)
-        queue = submissions.queue_of(session, graded.submission_id)
+        if not isinstance(result, dict) or not isinstance(result.get("submission_id"), int):
+            raise
+        submission_id, worker = result["submission_id"], str(result.get("worker", ""))
+        with session_scope() as session:
+            submissions.record_invalid_report(session, submission_id, why_invalid(exc), worker)
+            queue = submissions.queue_of(session, submission_id)
+    else:
+        with session_scope() as session:
+            submissions.record_report(session, graded.submission_id, graded.report, graded.worker)
+            queue = submissions.queue_of(session, graded.submission_id)
     if queue is not None:
         jobs.dispatch_after(queue)
 
@@ -77,7 +86,10 @@ def _worker_of(result: object) -> str:
 def record_validation(result: dict[str, Any]) -> None:
     with session_scope() as session:
         validation.record(
-            session, int(result["validation_id"]), dict(result["report"]), str(result["worker"])
+            session,
+            int(result["validation_id"]),
+            validation.parse_report(result["report"]),
+            str(result["worker"]),
         )
 
 

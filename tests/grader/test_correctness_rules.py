@@ -98,7 +98,7 @@ def test_a_time_under_the_physical_floor_is_rejected(
     honest = grade(problem, ADD, mode="benchmark", peaks=slow_machine)  # CPU: not enforced
     assert honest.status == "passed"
     assert honest.cases[0].roofline is not None
-    assert honest.cases[0].roofline["sol_fraction"] > 1
+    assert honest.cases[0].roofline.sol_fraction > 1
 
 
 def test_a_problem_without_a_roofline_gets_its_floor_from_the_reference(
@@ -125,9 +125,9 @@ def test_a_problem_without_a_roofline_gets_its_floor_from_the_reference(
     passed = grade(bare, code, mode="benchmark", peaks=fast, enforce_floor=True)
     assert passed.status == "passed"
     roofline = passed.cases[0].roofline
-    assert roofline is not None and roofline["measured"]
-    assert roofline["bytes"] == 2.0 * (64 * 32 + 32 * 48 + 64 * 48)  # 16-bit A, B and A @ B
-    assert roofline["flops"] == 2.0 * 64 * 48 * 32
+    assert roofline is not None and roofline.measured
+    assert roofline.bytes == 2.0 * (64 * 32 + 32 * 48 + 64 * 48)  # 16-bit A, B and A @ B
+    assert roofline.flops == 2.0 * 64 * 48 * 32
 
 
 def _claiming(factor: str) -> str:
@@ -170,10 +170,10 @@ def test_times_below_what_the_graders_clock_allows_rank_at_its_bound(
         assert any("under what the grader's clock allows" in flag for flag in report.flags)
         for case in report.cases:
             assert case.time is not None and case.runner_time is not None
-            assert case.time["ranked_by"] == "grader"
-            assert case.runner_time["median_s"] < 0.00025 < 0.002 / 5 <= case.time["median_s"]
-            assert case.time["median_s"] >= case.time["harness_floor_s"]
-            assert case.time["harness_per_call_s"] >= 0.002
+            assert case.time.ranked_by == "grader"
+            assert case.runner_time.median_s < 0.00025 < 0.002 / 5 <= case.time.median_s
+            assert case.time.median_s >= case.time.harness_floor_s
+            assert case.time.harness_per_call_s >= 0.002
 
 
 def test_honest_times_rank_by_the_graders_clock_unflagged(
@@ -185,10 +185,10 @@ def test_honest_times_rank_by_the_graders_clock_unflagged(
     assert report.status == "passed" and not report.flags
     for case in report.cases:
         assert case.time is not None
-        figure = case.time["harness_per_call_s"]
-        assert case.time["harness_floor_s"] == pytest.approx(figure * 0.95)
-        assert figure * 0.95 * 0.999 <= case.time["median_s"] <= figure * 1.05 * 1.001
-        moved = case.time["ranked_by"] == "grader"
+        figure = case.time.harness_per_call_s
+        assert case.time.harness_floor_s == pytest.approx(figure * 0.95)
+        assert figure * 0.95 * 0.999 <= case.time.median_s <= figure * 1.05 * 1.001
+        moved = case.time.ranked_by == "grader"
         assert (case.runner_time is not None) == moved
 
 

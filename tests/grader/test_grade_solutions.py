@@ -67,24 +67,24 @@ def test_benchmark_mode_scores_with_time_statistics(
     assert [c.kind for c in report.cases] == ["benchmark", "benchmark"]
     for case in report.cases:
         assert case.time is not None
-        assert case.time["samples"] >= 1
-        assert 0 < case.time["min_s"] <= case.time["median_s"] <= case.time["p90_s"]
-        assert case.time["sm_clock_mhz"] is None
+        assert case.time.samples >= 1
+        assert 0 < case.time.min_s <= case.time.median_s <= case.time.p90_s
+        assert case.time.sm_clock_mhz is None
         assert case.roofline is not None
-        assert case.roofline["bytes"] == 3 * case.params["size"] ** 2 * 2
-        assert case.roofline["flops"] == case.params["size"] ** 2
+        assert case.roofline.bytes == 3 * case.params["size"] ** 2 * 2
+        assert case.roofline.flops == case.params["size"] ** 2
         # The floor comes from this machine's measured peaks, which the report carries.
         assert report.device_peaks is not None
-        assert case.roofline["floor_s"] == pytest.approx(
-            case.roofline["bytes"] / report.device_peaks["copy_bytes_per_s"]
+        assert case.roofline.floor_s == pytest.approx(
+            case.roofline.bytes / report.device_peaks.copy_bytes_per_s
         )
-        assert case.roofline["sol_fraction"] == pytest.approx(
-            case.roofline["floor_s"] / case.time["median_s"]
+        assert case.roofline.sol_fraction == pytest.approx(
+            case.roofline.floor_s / case.time.median_s
         )
         # The harness's own clock beside the runner's samples, bounding them from below.
-        assert case.time["batches"] >= 1 and case.time["calls_per_batch"] >= 1
-        assert 0 < case.time["harness_floor_s"] < case.time["harness_per_call_s"]
-        assert case.time["ranked_by"] in ("runner", "grader")
+        assert case.time.batches >= 1 and case.time.calls_per_batch >= 1
+        assert 0 < case.time.harness_floor_s < case.time.harness_per_call_s
+        assert case.time.ranked_by in ("runner", "grader")
     assert len(progress) == 2
     data = json.loads(json.dumps(report.to_dict()))
     assert set(data["cases"][0]["time"]) >= {
@@ -147,10 +147,10 @@ def test_profile_mode_tells_what_took_the_time_on_the_public_cases(
     assert [case.params for case in report.cases] == quick_vectoradd.benchmarks_for("cpu")
     for case in report.cases:
         assert case.time is None and case.profile is not None
-        assert case.profile["tool"] == "torch.profiler"
-        assert "CPU worker" in case.profile["why_not_ncu"]
-        (add,) = [row for row in case.profile["rows"] if row["name"] == "aten::add"]
-        assert add["count"] == case.profile["calls"] == 3
+        assert case.profile.tool == "torch.profiler"
+        assert "CPU worker" in case.profile.why_not_ncu
+        (add,) = [row for row in case.profile.rows if row["name"] == "aten::add"]
+        assert add["count"] == case.profile.calls == 3
         assert add["self_us"] > 0
 
 
@@ -171,7 +171,7 @@ def test_leaderboard_mode_passes_with_secret_seed(
     )
     assert report.status == "passed", report.message + report.stderr
     assert report.score is not None and report.score > 0
-    assert report.cases[0].time is not None and report.cases[0].time["samples"] >= 1
+    assert report.cases[0].time is not None and report.cases[0].time.samples >= 1
 
 
 def test_wrong_kernel_fails_in_benchmark_mode_without_score(

@@ -79,10 +79,10 @@ def test_written_paths_finds_the_output_buffer() -> None:
 def test_statistics_of_samples() -> None:
     samples = [float(x) for x in range(1, 11)]
     stats = summarize(samples)
-    assert stats["median_s"] == 5.5 and stats["min_s"] == 1.0 and stats["samples"] == 10
-    assert stats["p10_s"] == pytest.approx(1.9) and stats["p90_s"] == pytest.approx(9.1)
-    assert stats["cv"] == pytest.approx(statistics.stdev(samples) / 5.5)
-    assert stats["iqr_over_median"] == pytest.approx((7.75 - 3.25) / 5.5)
+    assert stats.median_s == 5.5 and stats.min_s == 1.0 and stats.samples == 10
+    assert stats.p10_s == pytest.approx(1.9) and stats.p90_s == pytest.approx(9.1)
+    assert stats.cv == pytest.approx(statistics.stdev(samples) / 5.5)
+    assert stats.iqr_over_median == pytest.approx((7.75 - 3.25) / 5.5)
     assert geometric_mean([1e-6, 1e-4]) == pytest.approx(1e-5)
     assert enough_samples([1.0] * 30) and not enough_samples([1.0] * 29)
     assert not enough_samples([1.0, 2.0] * 10)
@@ -91,9 +91,9 @@ def test_statistics_of_samples() -> None:
 def test_one_outlier_moves_the_cv_but_not_the_robust_spread() -> None:
     steady = [1e-5] * 30
     with_outlier = [*steady[:-1], 2e-3]
-    assert summarize(with_outlier)["cv"] > 1.0
-    assert summarize(with_outlier)["iqr_over_median"] == 0.0
-    assert summarize(with_outlier)["median_s"] == summarize(steady)["median_s"]
+    assert summarize(with_outlier).cv > 1.0
+    assert summarize(with_outlier).iqr_over_median == 0.0
+    assert summarize(with_outlier).median_s == summarize(steady).median_s
 
 
 def test_cpu_timer_samples_real_calls() -> None:
@@ -255,9 +255,9 @@ def test_a_profile_from_the_runner_is_kept_bounded_and_well_formed() -> None:
         {"profile": {"calls": 3, "wall_us_per_call": 5.0, "rows": [row] * 1000}},
         "Nsight Compute (ncu) is not installed on this worker",
     )
-    assert len(kept["rows"]) == profiling.MAX_ROWS
-    assert len(kept["rows"][0]["name"]) == profiling.MAX_NAME
-    assert kept["why_not_ncu"] == "Nsight Compute (ncu) is not installed on this worker"
+    assert kept.rows is not None and len(kept.rows) == profiling.MAX_ROWS
+    assert len(kept.rows[0]["name"]) == profiling.MAX_NAME
+    assert kept.why_not_ncu == "Nsight Compute (ncu) is not installed on this worker"
     for bad in (
         {"profile": "fast"},
         {"profile": {"calls": 3, "wall_us_per_call": 5.0, "rows": [{"name": 1}]}},

@@ -162,12 +162,13 @@ def test_a_profile_under_nsight_compute_names_each_kernel_and_hands_over_the_rep
     assert "nsight-compute" in report.message and "never ranks" in report.message
     first, second = (case.profile for case in report.cases)
     assert first is not None and second is not None
-    assert first["tool"] == "nsight-compute" and first["version"] == "2099.1.0.0"
-    assert [k["name"] for k in first["kernels"]] == [ADD, HELPER]
-    assert second["kernels"][0]["duration_us"] == pytest.approx(90.0)
+    assert first.tool == "nsight-compute" and first.version == "2099.1.0.0"
+    assert first.kernels is not None and second.kernels is not None
+    assert [k["name"] for k in first.kernels] == [ADD, HELPER]
+    assert second.kernels[0]["duration_us"] == pytest.approx(90.0)
     # The report file ncu wrote in the sandbox's private /tmp, read through its descriptor,
     # with the options the runner was profiled under.
-    data = report.files[PROFILE_FILE]
+    data = report.contents[PROFILE_FILE]
     assert data.startswith(b"NCU-REPORT ")
     assert b'"--profile-from-start": "off"' in data and b'"--clock-control": "none"' in data
     assert b'"-o": "/tmp/kj-profile"' in data
@@ -186,9 +187,9 @@ def test_where_the_counters_are_for_administrators_the_profile_is_torch_profiler
     report = grade_profile(quick_vectoradd, solution("vectoradd", "pytorch"))
     assert report.status == "passed", report.message + report.stderr
     for case in report.cases:
-        assert case.profile is not None and case.profile["tool"] == "torch.profiler"
-        assert case.profile["why_not_ncu"] == nsight.WHY_NOT["counters"]
-        assert case.profile["rows"]
+        assert case.profile is not None and case.profile.tool == "torch.profiler"
+        assert case.profile.why_not_ncu == nsight.WHY_NOT["counters"]
+        assert case.profile.rows
     assert report.files == {}
     # This host is known now: the next profile goes to torch.profiler at once.
     assert harness._ncu_refused == [nsight.WHY_NOT["counters"]]
@@ -209,7 +210,8 @@ def test_a_submission_that_breaks_under_nsight_compute_still_gets_a_profile(
     profiled_with(str(broken))
     report = grade_profile(quick_vectoradd, solution("vectoradd", "pytorch"))
     assert report.status == "passed", report.message + report.stderr
-    why = report.cases[0].profile["why_not_ncu"] if report.cases[0].profile else ""
+    why = report.cases[0].profile.why_not_ncu if report.cases[0].profile else ""
+    assert why is not None
     assert why.startswith("Nsight Compute's run of this submission ended without a profile")
 
 

@@ -8,10 +8,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 GRADER = Path(__file__).resolve().parents[2] / "grader"
+SERVER = GRADER.parent / "server"
 # Fields that carry a Status, a Mode or a ValidationStatus.
 VERDICT_FIELDS = {"status", "mode"}
 # Calls whose `mode` is no grading mode (ast.parse's, a file's).
-OTHER_MODES = {"parse", "compile", "open", "fdopen"}
+OTHER_MODES = {"parse", "compile", "open", "fdopen", "field_validator", "model_validator"}
 
 
 def _is_text(node: ast.AST) -> bool:
@@ -28,13 +29,18 @@ def _texts(node: ast.AST) -> Iterator[ast.AST]:
 
 
 def _names_verdict(node: ast.AST) -> bool:
+    """`x.status`, a variable `status`, or `x["status"]` (a report's JSON)."""
+    if isinstance(node, ast.Subscript):
+        return _is_text(node.slice) and getattr(node.slice, "value", None) in VERDICT_FIELDS
+    if isinstance(node, ast.Name):
+        return node.id in VERDICT_FIELDS
     return isinstance(node, ast.Attribute) and node.attr in VERDICT_FIELDS
 
 
 def verdict_literals(source: str) -> Iterator[int]:
     """Lines where a string literal stands for a status or a mode: Stop's status, a
     `status=` or `mode=` argument, an assignment to `.status` or `.mode`, or a comparison
-    with one."""
+    with one (`x.status`, a variable `status`, `x["status"]`)."""
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Call):
             func = node.func
@@ -50,12 +56,14 @@ def verdict_literals(source: str) -> Iterator[int]:
                 if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
                     pairs = list(zip(target.elts, node.value.elts, strict=False))
                 for left, right in pairs:
-                    if _names_verdict(left):
+                    if isinstance(left, ast.Attribute) and _names_verdict(left):
                         yield from (text.lineno for text in _texts(right))
         elif isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
             if any(_names_verdict(operand) for operand in operands):
-                yield from (operand.lineno for operand in operands if _is_text(operand))
+                for operand in operands:
+                    texts = operand.elts if isinstance(operand, ast.Tuple | ast.Set) else [operand]
+                    yield from (text.lineno for text in texts if _is_text(text))
 
 
 def test_the_scan_finds_a_misspelt_status() -> None:
@@ -76,3 +84,14 @@ def test_no_status_or_mode_in_grader_is_a_string_literal() -> None:
         for line in verdict_literals(path.read_text(encoding="utf-8"))
     ]
     assert found == [], "use Status, Mode or ValidationStatus members: " + ", ".join(found)
+
+
+def test_no_status_or_mode_in_server_is_a_string_literal() -> None:
+    """The same in the service, its command line included: a status or a mode is compared
+    with Status or Mode members (a StrEnum member equals its string, so JSON still reads)."""
+    found = [
+        f"{path.relative_to(SERVER)}:{line}"
+        for path in sorted(SERVER.rglob("*.py"))
+        for line in verdict_literals(path.read_text(encoding="utf-8"))
+    ]
+    assert found == [], "use Status or Mode members: " + ", ".join(found)

@@ -11,10 +11,12 @@ import httpx
 import pytest
 from sqlalchemy import select
 
+from grader.report import Report
 from server.app import create_app
 from server.db import migrate, session_scope
 from server.models import Problem, Submission, User
 from server.problems.service import sync_builtin_problems
+from server.submissions import reports
 from server.users.service import create_user, issue_token
 
 
@@ -101,6 +103,9 @@ def add_submission(user_name: str, *, mode: str, code: str = "x") -> int:
 # A passed grading report of one benchmark case, as a worker sends it.
 PASSED_REPORT: dict[str, Any] = {
     "status": "passed",
+    "problem": "vectoradd",
+    "mode": "leaderboard",
+    "device": "cpu",
     "score": 0.002,
     "message": "all cases passed",
     "flags": [],
@@ -120,3 +125,11 @@ PASSED_REPORT: dict[str, Any] = {
         },
     ],
 }
+
+
+def worker_report(status: str, **fields: Any) -> Report:
+    """A grading's report as the results step takes it from a worker (of a test-mode grading
+    on the CPU unless `fields` say otherwise)."""
+    return reports.parse(
+        {"problem": "vectoradd", "mode": "test", "device": "cpu", "status": status, **fields}
+    )

@@ -15,9 +15,8 @@ from server.db import session_scope
 from server.models import GradingSlot, OutboxMessage, Submission, utcnow
 from server.settings import get_settings
 from server.submissions import service
-from server.submissions.schemas import GradingReport
 from server.worker import dispatch, jobs, recorders
-from tests.server.conftest import Account, make_account
+from tests.server.conftest import Account, make_account, worker_report
 from tests.server.test_outbox import HONEST
 
 pytestmark = pytest.mark.anyio
@@ -69,9 +68,7 @@ def start(submission_id: int) -> None:
 
 def finish(submission_id: int, seconds: float = 1.0) -> None:
     with session_scope() as session:
-        service.record_report(
-            session, submission_id, GradingReport.model_validate({"status": "passed"}), "host:1"
-        )
+        service.record_report(session, submission_id, worker_report("passed"), "host:1")
         submission = session.get(Submission, submission_id)
         assert submission is not None and submission.finished_at is not None
         submission.started_at = submission.finished_at - timedelta(seconds=seconds)
@@ -155,7 +152,7 @@ async def test_the_sweeper_dispatches_what_the_results_step_left(
     with session_scope() as session:
         service.mark_running(session, first, "host:1")
         service.record_report(
-            session, first, GradingReport.model_validate({"status": "passed"}), "host:1"
+            session, first, worker_report("passed"), "host:1"
         )  # and no dispatch after it
     assert second not in sent()
     with session_scope() as session:

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from server.leaderboards import service, upkeep
 from server.leaderboards.repository import Versions
 from server.models import LeaderboardEntry, LeaderboardRecord, Problem, Submission, User
+from server.submissions import reports
 from tests.server.test_leaderboards import T0, add, session  # noqa: F401 - the fixture
 
 GPUS = ("cpu", "h200")
@@ -49,10 +50,15 @@ def rules_board(db: Session, problem: Problem, gpu: str, versions: Versions) -> 
             s.score or 0.0,
             s.id,
             s.problem_version,
-            s.sol_fraction if s.sol_fraction is not None else service.sol_fraction(s.report or {}),
+            s.sol_fraction if s.sol_fraction is not None else stored_fraction(s),
         )
         for s in sorted(best.values(), key=order)
     ]
+
+
+def stored_fraction(submission: Submission) -> float | None:
+    report = reports.stored(submission)
+    return report.sol_fraction if report is not None else None
 
 
 def rules_records(

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from server.db import alembic_config, migrate
 from server.models import Base, Problem, Submission, User
-from server.submissions import disclosure
+from server.submissions import disclosure, reports
 from tests.server.conftest import PASSED_REPORT as REPORT
 from tests.services import fresh_postgres_database
 
@@ -141,13 +141,13 @@ def test_dropping_runs_keeps_every_report_and_a_downgrade_gives_the_table_back(
             with Session(engine) as db:
                 stored = db.get(Submission, sid)
                 assert stored is not None
-                shown = disclosure.disclose(stored.user, stored)
+                shown = disclosure.disclose(stored.user, stored, reports.stored(stored))
                 assert (stored.status, stored.score, shown.message) == (
                     "passed",
                     0.002,
                     "all cases passed",
                 )
-                assert shown.cases == REPORT["cases"]
+                assert shown.cases == reports.parse(REPORT).cases
             with engine.connect() as connection:
                 assert "runs" not in inspect(connection).get_table_names()
 

@@ -15,10 +15,9 @@ from server.db import session_scope
 from server.models import OutboxMessage, Submission, utcnow
 from server.settings import get_settings
 from server.submissions import service
-from server.submissions.schemas import GradingReport
 from server.users.service import authenticate
 from server.worker import broker, jobs
-from tests.server.conftest import Account
+from tests.server.conftest import Account, worker_report
 
 pytestmark = pytest.mark.anyio
 
@@ -158,7 +157,7 @@ async def test_a_job_waiting_in_the_broker_is_left_alone(
 async def test_a_recorded_report_ends_the_job(client: httpx.AsyncClient, alice: Account) -> None:
     sid = (await submit(client, alice)).json()["id"]
     sent_job(sid)
-    report = GradingReport.model_validate({"status": "passed", "message": "ok"})
+    report = worker_report("passed", message="ok")
     with session_scope() as session:
         assert service.record_report(session, sid, report, "host:1")
     [job] = outbox_of(sid)
@@ -202,9 +201,7 @@ async def test_a_rerun_is_a_new_job(
     sid = (await submit(client, alice)).json()["id"]
     sent_job(sid)
     with session_scope() as session:
-        service.record_report(
-            session, sid, GradingReport.model_validate({"status": "failed"}), "host:1"
-        )
+        service.record_report(session, sid, worker_report("failed"), "host:1")
     with session_scope() as session:
         service.moderate(session, sid, "rerun", authenticate(session, admin.token))
     deadline = time.monotonic() + 10

@@ -46,7 +46,7 @@ def record_round(
         problem = repository.get_problem(session, name)
         assert problem is not None
         return [
-            validation.record(session, row.id, report, "test-worker")
+            validation.record(session, row.id, validation.parse_report(report), "test-worker")
             for row in validation.current_round(session, problem)
         ]
 
@@ -300,7 +300,7 @@ async def test_a_device_type_added_to_a_live_problem_is_offered_once_it_validate
             rows = validation.current_round(session, problem)
             for row in rows:
                 report = {"status": "passed" if row.gpu_type == "cpu" else "failed", "checks": []}
-                validation.record(session, row.id, report, "test-worker")
+                validation.record(session, row.id, validation.parse_report(report), "test-worker")
         assert await offered() == ["cpu"]
         admin_page = (await browser.get("/admin/problems")).text
         row = admin_page.split('aria-label="widening graded on h200"', 1)[1].split("</label>")[0]

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from server.db import session_scope
 from server.models import Submission
-from server.submissions import service
-from server.submissions.schemas import GradingReport
+from server.submissions import reports, service
 from server.worker import recorders
 from tests.server.conftest import PASSED_REPORT as REPORT
 from tests.server.conftest import Account, add_submission
@@ -20,10 +19,10 @@ def test_duplicate_reports_are_recorded_once(alice: Account) -> None:
     with session_scope() as db:
         service.mark_running(db, sid, "host:1")
     with session_scope() as db:
-        assert service.record_report(db, sid, GradingReport.model_validate(REPORT), "host:1")
+        assert service.record_report(db, sid, reports.parse(REPORT), "host:1")
     second = {**REPORT, "status": "failed", "score": None, "message": "different"}
     with session_scope() as db:
-        assert not service.record_report(db, sid, GradingReport.model_validate(second), "host:2")
+        assert not service.record_report(db, sid, reports.parse(second), "host:2")
         service.mark_running(db, sid, "host:3")  # a late "started" must not reopen it
     with session_scope() as db:
         stored = db.get(Submission, sid)
@@ -35,7 +34,7 @@ def test_duplicate_reports_are_recorded_once(alice: Account) -> None:
         )
         assert stored.started_at is not None and stored.finished_at is not None
         # The first report whole, per-case times included: what its pages and the API show.
-        assert stored.report == GradingReport.model_validate(REPORT).model_dump(mode="json")
+        assert stored.report == reports.parse(REPORT).to_dict()
 
 
 def record(sid: int, report: dict[str, object]) -> None:

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from grader.report import PROFILE_FILE, CaseResult, Report
+from grader.report import PROFILE_FILE, CaseKind, CaseResult, Mode, Profile, Report, Status
 from server.db import session_scope
 from server.models import Problem, Submission, SubmissionFile, User
 from server.settings import get_settings
@@ -76,7 +76,9 @@ def profiled_report(files: dict[str, Any]) -> dict[str, Any]:
     """A passed profile-mode report as a GPU worker with Nsight Compute sends it."""
     return {
         "status": "passed",
+        "problem": "vectoradd",
         "mode": "profile",
+        "device": "cuda",
         "device_name": "NVIDIA H200",
         "message": "all cases passed",
         "cases": [
@@ -235,13 +237,20 @@ def test_the_grade_job_sends_its_files_before_its_report(alice: Account) -> None
     report names the file and its size, and the file arrives whole."""
     sid = new_submission(alice.name)
     graded = Report(
-        status="passed",
+        status=Status.PASSED,
         problem="vectoradd",
-        mode="profile",
+        mode=Mode.PROFILE,
         device="cuda",
-        cases=[CaseResult(kind="benchmark", params={}, status="passed", profile=NCU_PROFILE)],
-        files={PROFILE_FILE: NCU_REPORT},
+        cases=[
+            CaseResult(
+                kind=CaseKind.BENCHMARK,
+                params={},
+                status=Status.PASSED,
+                profile=Profile(**NCU_PROFILE),
+            )
+        ],
     )
+    graded.add_file(PROFILE_FILE, NCU_REPORT)
     delivered: list[tuple[str, dict[str, Any]]] = []
     with (
         patch.object(gpu, "grade_submission", lambda *args, **kwargs: graded),

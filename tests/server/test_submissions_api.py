@@ -12,8 +12,7 @@ from sqlalchemy import select
 from server.db import session_scope
 from server.models import Submission
 from server.submissions import service
-from server.submissions.schemas import GradingReport
-from tests.server.conftest import Account, make_account
+from tests.server.conftest import Account, make_account, worker_report
 
 pytestmark = pytest.mark.anyio
 
@@ -69,12 +68,10 @@ async def test_a_graded_submission_says_where_its_time_went(
         headers=alice.headers,
     )
     submission_id = response.json()["id"]
-    report = {"status": "passed", "phases": {"runner_start": 0.01, "load": 0.2, "checks": 0.05}}
+    report = worker_report("passed", phases={"runner_start": 0.01, "load": 0.2, "checks": 0.05})
     with session_scope() as session:
         service.mark_running(session, submission_id, "host:1")
-        service.record_report(
-            session, submission_id, GradingReport.model_validate(report), "host:1"
-        )
+        service.record_report(session, submission_id, report, "host:1")
     body = (await client.get(f"/api/v1/submissions/{submission_id}", headers=alice.headers)).json()
     assert body["status"] == "passed"
     assert body["queue_position"] is None and body["expected_wait_s"] is None
