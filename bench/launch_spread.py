@@ -5,10 +5,11 @@ of it (the module and its input made again behind a kept block of random size, s
 elsewhere), times --calls calls queued behind a sleeping kernel (as the harness's windows
 see them: launched before the device reaches them), each between two events, L2 flushed
 before each call. Prints one JSON line per process (the median of each placement, the SM
-clock before and after) and a summary: the spread between processes against the spread
+clock before and after, and the first call whose queuing waited for room in the device's
+queue) and a summary: the spread between processes against the spread
 between placements within one.
 
-    python -m bench.launch_spread [--procs 10] [--placements 6] [--calls 100]
+    python -m bench.launch_spread [--procs 10] [--placements 6] [--calls 200]
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def child(placements: int, calls: int) -> dict[str, Any]:
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     stream = torch.cuda.current_stream()
     kept: list[torch.Tensor] = []
-    medians, clocks = [], [sm_clock()]
+    medians, clocks, blocked = [], [sm_clock()], []
     with torch.no_grad():
         for placement in range(placements):
             if placement:
@@ -60,16 +61,21 @@ def child(placements: int, calls: int) -> dict[str, Any]:
             events = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                       for _ in range(calls)]  # fmt: skip
             torch.cuda._sleep(200_000_000)  # about 0.1 s: every call below is queued before it
+            queued = []
             for start, end in events:
+                began = time.perf_counter()
                 flush.fill_(1)
                 start.record(stream)
                 model(x)
                 end.record(stream)
+                queued.append(time.perf_counter() - began)
             torch.cuda.synchronize()
+            # A launch that had to wait for room in the device's queue: where it first happened.
+            blocked.append(next((i for i, s in enumerate(queued) if s > 2e-3), None))
             times = [start.elapsed_time(end) * 1e3 for start, end in events[5:]]
             medians.append(round(statistics.median(times), 3))
     clocks.append(sm_clock())
-    return {"medians_us": medians, "sm_clock": clocks}
+    return {"medians_us": medians, "sm_clock": clocks, "first_blocked_call": blocked}
 
 
 def cv(values: list[float]) -> float:
@@ -80,7 +86,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--procs", type=int, default=10)
     parser.add_argument("--placements", type=int, default=6)
-    parser.add_argument("--calls", type=int, default=100)
+    parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
