@@ -23,15 +23,17 @@ from server.errors import (
 )
 from server.leaderboards import upkeep
 from server.models import Problem, Submission, User, utcnow
+from server.outbox import jobs, places
 from server.problems import service as problems
 from server.settings import Settings
-from server.submissions import repository
-from server.worker import dispatch, jobs
+from server.submissions import payloads, repository
 
 log = logging.getLogger(__name__)
 
 MODES = tuple(Mode)
 TERMINAL = TERMINAL_STATUSES
+# The gradings this service asks for are sent as payloads.grading builds them.
+jobs.register(jobs.Job.GRADE, payloads.MESSAGES)
 
 
 def validate_code(code: str, settings: Settings) -> str:
@@ -290,9 +292,9 @@ def mark_running(session: Session, submission_id: int, worker: str) -> str | Non
     return submission.gpu_type
 
 
-def queue_wait(session: Session, submission: Submission) -> dispatch.Wait | None:
+def queue_wait(session: Session, submission: Submission) -> places.Wait | None:
     """While it is queued: its place in its device's queue and the expected wait."""
-    return dispatch.wait_for(session, submission)
+    return places.wait_for(session, submission)
 
 
 def phases(submission: Submission, report: Report | None) -> dict[str, float]:
