@@ -97,7 +97,7 @@ def create_submission(
             f"the competition on {problem.name!r} closed at {problem.deadline:%Y-%m-%d %H:%M} UTC; "
             "test and benchmark runs are still open"
         )
-    gpu_type = choose_gpu_type(problem, settings, gpu)
+    gpu_type = problems.choose_gpu_type(problem, settings, gpu)
     validate_code(code, settings)
     check_rate_limit(session, settings, user, problem)
     submission = Submission(
@@ -146,21 +146,6 @@ def check_rate_limit(session: Session, settings: Settings, user: User, problem: 
         f"{settings.submission_rate_window_s} s; try again in {wait} s",
         retry_after_s=wait,
     )
-
-
-def choose_gpu_type(problem: Problem, settings: Settings, gpu: str | None) -> str:
-    offered = problems.gpu_types_for(problem, settings)
-    if gpu is None:
-        if not offered:
-            raise BadRequest(f"problem {problem.name!r} is not offered on any device type here")
-        return offered[0]
-    gpu = gpu.lower()
-    if gpu not in offered:
-        raise BadRequest(
-            f"unknown GPU type {gpu!r} for problem {problem.name!r}; "
-            f"available: {', '.join(offered) or 'none'}"
-        )
-    return gpu
 
 
 def get_submission_for(session: Session, submission_id: int, user: User) -> Submission:
