@@ -132,8 +132,8 @@ def main() -> None:
         from server.cli import prepare_database
         from server.db import session_scope
         from server.models import Submission, User
+        from server.outbox import jobs
         from server.users.service import issue_token
-        from server.worker import jobs
 
         prepare_database()
         with session_scope() as session:

@@ -1,11 +1,13 @@
 """A small bounded in-process cache shared by the request threads: read leaderboards (their
 keys carry the problem's ``leaderboard_revision``, so a change to a board makes new keys and
 old values simply age out), what the pages render from them, and problems read as the
-grader reads them (keyed by their files' digest)."""
+grader reads them (keyed by their files' digest); and memos kept for a few seconds (a
+queue's order and figures, polled by every waiting submission)."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
@@ -47,3 +49,43 @@ class Lru(Generic[V]):
     def clear(self) -> None:
         with self._lock:
             self._values.clear()
+
+
+class Memo:
+    """Values kept for a while, so that polling stays cheap. A value past its time is made
+    again by one thread while the others read the old one: under load, a long queue is then
+    read once when its memo expires, not by every request that asks in that moment."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[Hashable, tuple[float, object]] = {}
+        self._making: set[Hashable] = set()
+
+    def get(self, key: Hashable, ttl_s: float, make: Callable[[], V]) -> V:
+        now = time.monotonic()
+        with self._lock:
+            held = self._held.get(key)
+            if held is not None and now - held[0] < ttl_s:
+                return held[1]  # type: ignore[return-value]
+            if held is not None and key in self._making:
+                return held[1]  # type: ignore[return-value]
+            self._making.add(key)
+        try:
+            value = make()
+        except BaseException:
+            with self._lock:
+                self._making.discard(key)
+            raise
+        with self._lock:
+            self._making.discard(key)
+            self._held[key] = (now, value)
+        return value
+
+    def drop(self, key: Hashable) -> None:
+        with self._lock:
+            self._held.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._held.clear()
+            self._making.clear()

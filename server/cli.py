@@ -120,9 +120,10 @@ def worker(
     """Run a worker: grades submissions for this host's device (or records results with
     --queues results, next to the API)."""
     from grader.calibrate import DevicePeaks
+    from server.outbox import jobs
+    from server.outbox.app import RESULTS_QUEUE, celery_app
     from server.settings import get_settings
-    from server.worker import context, jobs
-    from server.worker.app import RESULTS_QUEUE, celery_app
+    from server.worker import context
 
     names = [q.strip() for q in (queues or "").split(",") if q.strip()]
     # GPU indices in CUDA_VISIBLE_DEVICES then mean what nvidia-smi and the sandbox's
@@ -154,9 +155,13 @@ def worker(
         # Imported once, before the pool forks its grading processes: each then starts with
         # torch and the grader loaded instead of importing them itself (about 1.3 s on a
         # CPU). Importing torch does not touch CUDA, so no pool process inherits a context.
-        import server.worker.gpu  # noqa: F401  (it imports grader.harness, and that torch)
+        import server.worker.gpu
     if RESULTS_QUEUE in names:
         prepare_database()
+        # The results step's tasks, and with them the services that say how the outbox
+        # sends their jobs, before the sweeper's first pass.
+        import server.worker.recorders  # noqa: F401
+
         # Next to the results step: jobs that never left, or that the broker lost, go again.
         jobs.start_sweeper(get_settings())
     celery_app.worker_main(worker_argv(names, grading=bool(grading), concurrency=concurrency))
@@ -202,8 +207,8 @@ def serve(
     this host, so one machine is a complete install."""
     import uvicorn
 
+    from server.outbox.app import RESULTS_QUEUE
     from server.settings import get_settings
-    from server.worker.app import RESULTS_QUEUE
 
     settings = get_settings()
     prepare_database()

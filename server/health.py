@@ -11,7 +11,7 @@ from sqlalchemy import text
 
 from server.db import get_engine
 from server.deps import SettingsDep
-from server.worker import broker
+from server.outbox import broker
 
 router = APIRouter(tags=["health"])
 

@@ -308,7 +308,7 @@ class AuditEntry(Base):
 class OutboxMessage(Base):
     """A job for the queue, written in the transaction that made it necessary, so it exists
     exactly when that change does. Sent after the commit (a grading once its device's queue
-    has room, in fair order: server/worker/dispatch.py), and sent again by the sweeper while
+    has room, in fair order: server/outbox/dispatch.py), and sent again by the sweeper while
     its job is neither done nor held by the broker."""
 
     __tablename__ = "outbox"
@@ -318,7 +318,7 @@ class OutboxMessage(Base):
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    # The job's name (server.worker.jobs.Job) and the id of the row it is about: a
+    # The job's name (server.outbox.jobs.Job) and the id of the row it is about: a
     # submission to grade, a problem validation to run.
     job: Mapped[str] = mapped_column(NulFreeString(32))
     subject_id: Mapped[int] = mapped_column(Integer)

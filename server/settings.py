@@ -47,7 +47,7 @@ class Settings(BaseSettings):
     sweep_interval_s: float = Field(default=10.0, gt=0)
     sweep_grace_s: float = Field(default=30.0, ge=0)
     # Gradings sent to a device's queue beyond one per free worker. 0: each waits in the
-    # outbox until a worker is free, and they go in fair order (server/worker/dispatch.py);
+    # outbox until a worker is free, and they go in fair order (server/outbox/dispatch.py);
     # more saves a worker the moment between jobs at the cost of that order.
     dispatch_ahead: int = Field(default=0, ge=0)
     # One log line per request from the API; off by default, since at a crowd's rate the

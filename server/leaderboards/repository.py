@@ -36,16 +36,28 @@ class Board(NamedTuple):
     version: int
 
 
-def ranked() -> list[ColumnElement[bool]]:
+def _ranked_terms(submission: Any) -> tuple[Any, ...]:
     """What puts a submission on a leaderboard: a passed, scored leaderboard-mode run that
-    organizers have neither hidden nor marked as hacked (its user's ban is checked apart)."""
-    return [
-        Submission.mode == Mode.LEADERBOARD,
-        Submission.status == Status.PASSED,
-        Submission.score.is_not(None),
-        Submission.is_hidden.is_(False),
-        Submission.is_hacked.is_(False),
-    ]
+    organizers have neither hidden nor marked as hacked (its user's ban is checked apart).
+    Stated once for both readings: on the `Submission` class each term is SQL (`ranked`),
+    on a submission in memory a bool (`is_ranked`)."""
+    return (
+        submission.mode == Mode.LEADERBOARD,
+        submission.status == Status.PASSED,
+        submission.score != None,  # noqa: E711  (SQL: IS NOT NULL)
+        submission.is_hidden == False,  # noqa: E712  (SQL: = false)
+        submission.is_hacked == False,  # noqa: E712
+    )
+
+
+def ranked() -> list[ColumnElement[bool]]:
+    """The ranked rule as SQL conditions on `Submission`."""
+    return list(_ranked_terms(Submission))
+
+
+def is_ranked(submission: Submission) -> bool:
+    """The ranked rule for one submission in memory (its user's ban aside)."""
+    return all(_ranked_terms(submission))
 
 
 def ranked_conditions(

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session, object_session
 
 from server import anonymous
 from server.cache import Lru
-from server.errors import BadRequest, NotFound
+from server.errors import NotFound
 from server.leaderboards import repository
 from server.leaderboards.repository import Versions
 from server.models import Problem, User
@@ -142,14 +142,8 @@ def copy_of(problem: Problem) -> Problem:
 
 
 def choose_gpu(problem: Problem, settings: Settings, gpu: str | None) -> str:
-    offered = problems.gpu_types_for(problem, settings)
-    gpu_type = (gpu or (offered[0] if offered else "")).lower()
-    if gpu_type not in offered:
-        raise BadRequest(
-            f"unknown GPU type {gpu_type!r} for problem {problem.name!r}; "
-            f"available: {', '.join(offered) or 'none'}"
-        )
-    return gpu_type
+    """The board's device type: a submission's rule, with an empty ``?gpu=`` read as none."""
+    return problems.choose_gpu_type(problem, settings, gpu or None)
 
 
 def versions_ranked(problem: Problem, version: int | None) -> Versions:

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from grader.report import Mode, Status
+from grader.report import Mode
 from server.leaderboards import repository
 from server.leaderboards.repository import Board
 from server.leaderboards.service import CHANGED_IN_SESSION
@@ -98,17 +98,6 @@ def rebuild_if_empty(session: Session) -> bool:
     return True
 
 
-def is_ranked(submission: Submission) -> bool:
-    """``repository.ranked`` for one submission in memory (its user's ban aside)."""
-    return (
-        submission.mode == Mode.LEADERBOARD
-        and submission.status == Status.PASSED
-        and submission.score is not None
-        and not submission.is_hidden
-        and not submission.is_hacked
-    )
-
-
 def board_of(submission: Submission) -> Board:
     return Board(submission.problem_id, submission.gpu_type, submission.problem_version)
 
@@ -121,7 +110,7 @@ def update_entry(session: Session, board: Board, submission: Submission) -> bool
     """The submission's user's entry on the board. It only ever gets better by this
     submission; if it was this submission, the user's best is looked up again."""
     entry = repository.get_entry(session, board, submission.user_id)
-    here = is_ranked(submission) and board_of(submission) == board
+    here = repository.is_ranked(submission) and board_of(submission) == board
     if entry is None:
         if not here:
             return False
@@ -175,7 +164,7 @@ def update_records(
     # The ban as committed (read past the session's own copy of the user): a ban committed
     # while this waited for the problem's lock counts.
     counts = (
-        is_ranked(submission)
+        repository.is_ranked(submission)
         and board_of(submission) == board
         and not repository.is_banned(session, submission.user_id)
     )
@@ -250,7 +239,7 @@ def record_of(board: Board, submission: Submission) -> LeaderboardRecord:
 def store_sol_fraction(submission: Submission) -> None:
     """A ranked submission's speed-of-light fraction, from its report if it was recorded
     without one (the entry shows it)."""
-    if submission.sol_fraction is None and is_ranked(submission):
+    if submission.sol_fraction is None and repository.is_ranked(submission):
         report = reports.stored(submission)
         submission.sol_fraction = report.sol_fraction if report is not None else None
 

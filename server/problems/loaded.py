@@ -4,6 +4,8 @@ and a problem's files change only with a new version."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from grader.problem import Problem as GraderProblem
 from grader.problem import problem_from_files
 from server.cache import Lru
@@ -17,3 +19,9 @@ def loaded(problem: Problem) -> GraderProblem:
         (problem.name, problem.files_sha256),
         lambda: problem_from_files(problem.name, problem.files),
     )
+
+
+def problem_files(problem: Problem) -> dict[str, Any]:
+    """A problem as a worker is sent it, to grade or validate on: its name, version and
+    files (nothing of the database's beyond that: a worker holds no credentials)."""
+    return {"name": problem.name, "version": problem.version, "files": problem.files}

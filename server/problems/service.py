@@ -274,6 +274,24 @@ def gpu_types_for(problem: Problem, settings: Settings) -> list[str]:
     return list(offered)
 
 
+def choose_gpu_type(problem: Problem, settings: Settings, gpu: str | None) -> str:
+    """The device type a submission to the problem, or a read of its leaderboard, is on: the
+    one asked for (in any case) when the problem is offered on it, the first one offered
+    when none is asked for; else a BadRequest that names those offered."""
+    offered = gpu_types_for(problem, settings)
+    if gpu is None:
+        if not offered:
+            raise BadRequest(f"problem {problem.name!r} is not offered on any device type here")
+        return offered[0]
+    gpu = gpu.lower()
+    if gpu not in offered:
+        raise BadRequest(
+            f"unknown GPU type {gpu!r} for problem {problem.name!r}; "
+            f"available: {', '.join(offered) or 'none'}"
+        )
+    return gpu
+
+
 def deadline_passed(problem: Problem) -> bool:
     return problem.deadline is not None and utcnow() >= problem.deadline
 
@@ -305,7 +323,7 @@ def update_settings(
     before = settings_of(problem)
     if gpu_types is not None:
         assert settings is not None, "device types are checked against the service's"
-        choose_gpu_types(session, problem, gpu_types, settings)
+        offer_on_gpu_types(session, problem, gpu_types, settings)
     problem.is_public = is_public
     problem.starts_at = starts_at
     problem.deadline = deadline
@@ -324,10 +342,11 @@ def update_settings(
     return problem
 
 
-def choose_gpu_types(
+def offer_on_gpu_types(
     session: Session, problem: Problem, gpu_types: Sequence[str], settings: Settings
 ) -> None:
-    """Offer the problem on these of the service's device types; a changed set starts a
+    """Offer the problem on these of the service's device types (organizers choosing the
+    set; `choose_gpu_type` picks one of it for a submission); a changed set starts a
     validation round on it."""
     known = service_gpu_types(settings)
     unknown = [gpu for gpu in gpu_types if gpu not in known]

@@ -15,12 +15,15 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.orm import Session
 
+from grader.report import Mode
 from grader.report import ValidationReport as GraderValidationReport
 from grader.report import ValidationStatus as GraderValidationStatus
 
 from server.models import Problem, ProblemValidation, utcnow
 from server.problems import repository, versions
-from server.worker import jobs, payloads
+from server.problems.loaded import loaded, problem_files
+from server.outbox import jobs
+from server.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +35,7 @@ class ProblemStatus(StrEnum):
 
 
 class ValidationStatus(StrEnum):
-    QUEUED = payloads.VALIDATION_QUEUED
+    QUEUED = "queued"  # waits for its worker's report
     PASSED = "passed"  # every check as its name promises
     FAILED = "failed"
     # The worker's device is not one the problem can be graded on (task.yml's `requires`,
@@ -92,6 +95,37 @@ def start(session: Session, problem: Problem, gpu_types: Sequence[str]) -> None:
             session.flush()
             jobs.enqueue(session, jobs.Job.VALIDATE, row.id, queue=gpu_type)
     session.flush()
+
+
+def message(session: Session, validation_id: int, settings: Settings) -> list[Any] | None:
+    """The validate job's arguments, built when it is sent (the problem's files, its example
+    solutions and the limits), or None once the validation has its report."""
+    row = session.get(ProblemValidation, validation_id)
+    if row is None or row.status != QUEUED:
+        return None
+    stored = session.get(Problem, row.problem_id)
+    if stored is None:
+        return None
+    # A live problem's next version is staged beside it until it passes (versions.py).
+    problem = versions.of_version(stored, row.problem_version)
+    read = loaded(problem)
+    payload = {
+        "problem": problem_files(problem),
+        "solutions": dict(problem.solutions or {}),
+        "timeouts": {
+            mode: min(read.timeout_for(mode), settings.grading_timeout_s)
+            for mode in (Mode.TEST, Mode.BENCHMARK)
+        },
+    }
+    return [row.id, payload]
+
+
+def time_limit_s(session: Session, validation_id: int, settings: Settings) -> float:
+    """How long a worker may hold a validation before the sweeper counts it lost."""
+    return settings.visibility_timeout_s
+
+
+jobs.register(jobs.Job.VALIDATE, jobs.Messages(args=message, time_limit_s=time_limit_s))
 
 
 def current_round(session: Session, problem: Problem) -> Sequence[ProblemValidation]:

@@ -23,15 +23,17 @@ from server.errors import (
 )
 from server.leaderboards import upkeep
 from server.models import Problem, Submission, User, utcnow
+from server.outbox import jobs, places
 from server.problems import service as problems
 from server.settings import Settings
-from server.submissions import repository
-from server.worker import dispatch, jobs
+from server.submissions import payloads, repository
 
 log = logging.getLogger(__name__)
 
 MODES = tuple(Mode)
 TERMINAL = TERMINAL_STATUSES
+# The gradings this service asks for are sent as payloads.grading builds them.
+jobs.register(jobs.Job.GRADE, payloads.MESSAGES)
 
 
 def validate_code(code: str, settings: Settings) -> str:
@@ -95,7 +97,7 @@ def create_submission(
             f"the competition on {problem.name!r} closed at {problem.deadline:%Y-%m-%d %H:%M} UTC; "
             "test and benchmark runs are still open"
         )
-    gpu_type = choose_gpu_type(problem, settings, gpu)
+    gpu_type = problems.choose_gpu_type(problem, settings, gpu)
     validate_code(code, settings)
     check_rate_limit(session, settings, user, problem)
     submission = Submission(
@@ -144,21 +146,6 @@ def check_rate_limit(session: Session, settings: Settings, user: User, problem: 
         f"{settings.submission_rate_window_s} s; try again in {wait} s",
         retry_after_s=wait,
     )
-
-
-def choose_gpu_type(problem: Problem, settings: Settings, gpu: str | None) -> str:
-    offered = problems.gpu_types_for(problem, settings)
-    if gpu is None:
-        if not offered:
-            raise BadRequest(f"problem {problem.name!r} is not offered on any device type here")
-        return offered[0]
-    gpu = gpu.lower()
-    if gpu not in offered:
-        raise BadRequest(
-            f"unknown GPU type {gpu!r} for problem {problem.name!r}; "
-            f"available: {', '.join(offered) or 'none'}"
-        )
-    return gpu
 
 
 def get_submission_for(session: Session, submission_id: int, user: User) -> Submission:
@@ -290,9 +277,9 @@ def mark_running(session: Session, submission_id: int, worker: str) -> str | Non
     return submission.gpu_type
 
 
-def queue_wait(session: Session, submission: Submission) -> dispatch.Wait | None:
+def queue_wait(session: Session, submission: Submission) -> places.Wait | None:
     """While it is queued: its place in its device's queue and the expected wait."""
-    return dispatch.wait_for(session, submission)
+    return places.wait_for(session, submission)
 
 
 def phases(submission: Submission, report: Report | None) -> dict[str, float]:

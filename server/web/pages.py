@@ -290,7 +290,7 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
         errors["mode"] = "the competition has closed; test and benchmark runs are still open"
     if problem is not None:
         try:
-            submissions.choose_gpu_type(problem, page.settings, values["gpu"] or None)
+            problems.choose_gpu_type(problem, page.settings, values["gpu"] or None)
         except KernelJudgeError as exc:
             errors["gpu"] = exc.detail
     if not errors:

@@ -1,4 +1,3 @@
-"""Where jobs leave the service and how workers run them: the Celery app (`app`), the outbox
-every job is written to and its sweeper (`jobs`, `broker`), the GPU worker's context and its
-jobs (`context`, `gpu`), and the recorders that write results on the service side
-(`recorders`)."""
+"""The tasks, which call services: a grading worker's context and its jobs (`context`,
+`gpu`), the recorders that write results on the service side (`recorders`), and a worker's
+shutdown (`shutdown`). Jobs reach them through the outbox (server/outbox/)."""

@@ -27,18 +27,14 @@ from grader.hygiene import wait_until_clean
 from grader.problem import problem_from_files
 from grader.report import Mode, Report, Status, ValidationReport, ValidationStatus
 from grader.validate import validate
+from server.outbox import task_names
+from server.outbox.app import RESULTS_QUEUE, celery_app
 from server.worker import context
-from server.worker.app import RESULTS_QUEUE, celery_app
 
 log = logging.getLogger(__name__)
 
-RECORD_STARTED = "kerneljudge.record_started"
-RECORD_REPORT = "kerneljudge.record_report"
-RECORD_FILE = "kerneljudge.record_file"
-RECORD_VALIDATION = "kerneljudge.record_validation"
-RECORD_SLOT = "kerneljudge.record_slot"
 # A pool process says it is there as it starts and this often after, well within the
-# dispatcher's memory of a slot (WORKERS_SEEN_FOR in server/worker/dispatch.py).
+# dispatcher's memory of a slot (WORKERS_SEEN_FOR in server/outbox/dispatch.py).
 PRESENCE_EVERY_S = 120.0
 # A result is sent again with growing pauses for about ten minutes while the broker is
 # unreachable; after that the job fails, and the outbox's sweeper sends it again.
@@ -73,7 +69,9 @@ def _say_present(queues: tuple[str, ...]) -> None:
     while True:
         try:
             celery_app.send_task(
-                RECORD_SLOT, args=[context.worker_name(), list(queues)], queue=RESULTS_QUEUE
+                task_names.RECORD_SLOT,
+                args=[context.worker_name(), list(queues)],
+                queue=RESULTS_QUEUE,
             )
         except Exception:
             log.info("could not tell the results step this slot is here", exc_info=True)
@@ -91,7 +89,7 @@ def standby() -> Standby | None:
     return STANDBY if context.is_grading() else None
 
 
-@celery_app.task(name="kerneljudge.grade")
+@celery_app.task(name=task_names.GRADE)
 def grade(submission_id: int, payload: dict[str, Any]) -> None:
     """Grade one submission on this worker's device; its files (a profile's Nsight Compute
     report) go to the results step before its report, each on its own."""
@@ -128,7 +126,7 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
         ).to_dict()
 
     def started() -> None:
-        notify(RECORD_STARTED, submission_id, context.worker_name())
+        notify(task_names.RECORD_STARTED, submission_id, context.worker_name())
 
     report = gpu_job(f"submission {submission_id}", work, failed, started)
     # Files before the report: the recorded report marks the job done, so a file sent after
@@ -136,17 +134,17 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
     # job's next grading when the report never comes.
     for name, content in sorted(files.items()):
         deliver(
-            RECORD_FILE,
+            task_names.RECORD_FILE,
             {
                 "submission_id": submission_id,
                 "name": name,
                 "content_b64": base64.b64encode(content).decode("ascii"),
             },
         )
-    deliver(RECORD_REPORT, {"submission_id": submission_id, "report": report})
+    deliver(task_names.RECORD_REPORT, {"submission_id": submission_id, "report": report})
 
 
-@celery_app.task(name="kerneljudge.validate_problem")
+@celery_app.task(name=task_names.VALIDATE_PROBLEM)
 def validate_problem(validation_id: int, payload: dict[str, Any]) -> None:
     """Validate one version of a problem on this worker's device."""
 
@@ -171,7 +169,7 @@ def validate_problem(validation_id: int, payload: dict[str, Any]) -> None:
         ).to_dict()
 
     report = gpu_job(f"validation {validation_id}", work, failed)
-    deliver(RECORD_VALIDATION, {"validation_id": validation_id, "report": report})
+    deliver(task_names.RECORD_VALIDATION, {"validation_id": validation_id, "report": report})
 
 
 def gpu_job(

@@ -12,13 +12,13 @@ from pydantic import ValidationError
 from sqlalchemy.exc import InterfaceError, OperationalError
 
 from server.db import session_scope
+from server.outbox import dispatch, jobs, task_names
+from server.outbox.app import celery_app
 from server.problems import validation
 from server.settings import get_settings
 from server.submissions import files
 from server.submissions import service as submissions
 from server.submissions.schemas import GradingFile, GradingResult, why_invalid
-from server.worker import dispatch, jobs
-from server.worker.app import celery_app
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ RETRY: dict[str, Any] = {
 }
 
 
-@celery_app.task(name="kerneljudge.record_started", **RETRY)
+@celery_app.task(name=task_names.RECORD_STARTED, **RETRY)
 def record_started(submission_id: int, worker: str) -> None:
     with session_scope() as session:
         queue = submissions.mark_running(session, submission_id, worker)
@@ -41,7 +41,7 @@ def record_started(submission_id: int, worker: str) -> None:
         jobs.dispatch_after(queue)
 
 
-@celery_app.task(name="kerneljudge.record_report", **RETRY)
+@celery_app.task(name=task_names.RECORD_REPORT, **RETRY)
 def record_report(result: dict[str, Any]) -> None:
     """A grading's report, validated here into the grader's Report; one that does not
     validate is recorded as an error verdict that says why (or raises again when even its
@@ -63,7 +63,7 @@ def record_report(result: dict[str, Any]) -> None:
         jobs.dispatch_after(queue)
 
 
-@celery_app.task(name="kerneljudge.record_file", **RETRY)
+@celery_app.task(name=task_names.RECORD_FILE, **RETRY)
 def record_file(result: dict[str, Any]) -> None:
     """A file of a grading, sent before its report (profile mode's Nsight Compute report).
     A worker host is trusted less than the service: a file of another name, not in base64,
@@ -82,7 +82,7 @@ def _worker_of(result: object) -> str:
     return str(result.get("worker", ""))[:SLOT_NAME_MAX] if isinstance(result, dict) else ""
 
 
-@celery_app.task(name="kerneljudge.record_validation", **RETRY)
+@celery_app.task(name=task_names.RECORD_VALIDATION, **RETRY)
 def record_validation(result: dict[str, Any]) -> None:
     with session_scope() as session:
         validation.record(
@@ -100,7 +100,7 @@ QUEUE_NAME_MAX = 32
 QUEUES_MAX = 16
 
 
-@celery_app.task(name="kerneljudge.record_slot", **RETRY)
+@celery_app.task(name=task_names.RECORD_SLOT, **RETRY)
 def record_slot(worker: str, queues: list[str]) -> None:
     """A grading slot says it is there to take jobs from these queues; any waiting there
     go to it now."""

@@ -16,8 +16,8 @@ import yaml
 
 from server.db import session_scope
 from server.settings import get_settings
-from server.submissions import repository
-from server.worker import gpu, payloads, recorders
+from server.submissions import payloads, repository
+from server.worker import gpu, recorders
 from tests.server.conftest import (
     Account,
     admin,

@@ -28,6 +28,7 @@ from sqlalchemy import Engine, create_engine, func, select
 from sqlalchemy.pool import NullPool
 
 from server.models import OutboxMessage, Submission
+from server.outbox import task_names
 from tests.integration.cluster import (
     PostgresCluster,
     RedisServer,
@@ -58,7 +59,7 @@ FAULT_SETTINGS = {
 }
 PROBLEM = "vectoradd"
 QUEUE = "cpu"  # the grade queue of a CPU worker
-GRADE_TASK = "kerneljudge.grade"
+GRADE_TASK = task_names.GRADE
 # A worker's log line for each grading it finished (and handed its report on).
 GRADED = re.compile(r"Task kerneljudge\.grade\[[^]]+\] succeeded")
 KERNEL = (REPO_ROOT / "problems" / PROBLEM / "solutions" / "pytorch.py").read_text()

@@ -156,7 +156,7 @@ def test_a_job_whose_report_waits_to_be_recorded_is_not_sent_again(tmp_path: Pat
 
 @pytest.mark.timeout(240)
 def test_two_api_hosts_sweepers_send_each_lost_job_once(tmp_path: Path) -> None:
-    """server/worker/jobs.py: "Two sweepers (two API hosts) take different rows." Jobs
+    """server/outbox/jobs.py: "Two sweepers (two API hosts) take different rows." Jobs
     queued in Redis (here all of them, sent ahead: KJ_DISPATCH_AHEAD) when it restarts
     without persistence are lost; both API hosts' sweepers notice, and between them each
     job must be sent again once, not twice."""

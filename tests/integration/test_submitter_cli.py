@@ -25,8 +25,9 @@ import pytest
 from sqlalchemy import create_engine, update
 
 from server.models import Problem, Submission
+from server.outbox import task_names
+from server.outbox.app import RESULTS_QUEUE, make_celery
 from server.settings import Settings
-from server.worker.app import RESULTS_QUEUE, make_celery
 from tests.integration.processes import (
     REPO_ROOT,
     add_user,
@@ -352,8 +353,8 @@ def graded_on_a_gpu_worker(site: Site, submission_id: int, report: dict[str, Any
     encoded = base64.b64encode(NCU_REPORT).decode()
     with worker.producer_or_acquire() as producer:
         for task, result in (
-            ("kerneljudge.record_file", {"name": "profile.ncu-rep", "content_b64": encoded}),
-            ("kerneljudge.record_report", {"report": report}),
+            (task_names.RECORD_FILE, {"name": "profile.ncu-rep", "content_b64": encoded}),
+            (task_names.RECORD_REPORT, {"report": report}),
         ):
             worker.send_task(
                 task, args=[{**sent, **result}], queue=RESULTS_QUEUE, producer=producer

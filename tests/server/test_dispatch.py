@@ -13,9 +13,10 @@ from sqlalchemy import delete, select, update
 
 from server.db import session_scope
 from server.models import GradingSlot, OutboxMessage, Submission, utcnow
+from server.outbox import dispatch, jobs, places
 from server.settings import get_settings
 from server.submissions import service
-from server.worker import dispatch, jobs, recorders
+from server.worker import recorders
 from tests.server.conftest import Account, make_account, worker_report
 from tests.server.test_outbox import HONEST
 
@@ -24,14 +25,18 @@ pytestmark = pytest.mark.anyio
 
 @pytest.fixture(autouse=True)
 def empty_queue() -> None:
-    """No grading of an earlier test waits on the cpu queue (no worker takes them here)."""
+    """No grading of an earlier test waits on the cpu queue (no worker takes them here), and
+    no grading slot of an earlier test counts as one of its workers (a test that ran a grade
+    task, or recorded a report, leaves its slot's name on a submission started lately)."""
     with session_scope() as session:
         session.execute(
             update(OutboxMessage)
             .where(OutboxMessage.job == jobs.Job.GRADE, OutboxMessage.done_at.is_(None))
             .values(done_at=utcnow())
         )
-    dispatch.forget()
+        session.execute(delete(GradingSlot))
+        session.execute(update(Submission).values(worker=None))
+    places.forget()
 
 
 async def submit(client: httpx.AsyncClient, account: Account, mode: str = "test") -> int:
@@ -117,28 +122,28 @@ async def test_a_queued_submission_shows_its_place_and_an_expected_wait(
     wait_for_sender()
     start(done)
     finish(done, seconds=4.0)  # a test-mode grading on this queue took 4 s
-    dispatch.forget()
+    places.forget()
     running = await submit(client, ada)
     wait_for_sender()
     start(running)
     queued = [await submit(client, ada), await submit(client, ada), await submit(client, bob)]
     wait_for_sender()
-    dispatch.forget()
-    places = {}
+    places.forget()
+    seen = {}
     for submission_id, account in zip(queued, (ada, ada, bob), strict=True):
         url = f"/api/v1/submissions/{submission_id}"
         body = (await client.get(url, headers=account.headers)).json()
-        places[submission_id] = (body["queue_position"], body["expected_wait_s"])
+        seen[submission_id] = (body["queue_position"], body["expected_wait_s"])
     # Ada has a grading running, Bob none: his first goes before her next two.
-    assert [places[s][0] for s in queued] == [1, 2, 0]
+    assert [seen[s][0] for s in queued] == [1, 2, 0]
     # From how long recent test-mode gradings on this queue took (the median of the last
     # ones: this test's 4 s among earlier tests' 1 s): the running one has up to that left,
     # and each submission ahead adds that.
     with session_scope() as session:
-        typical = dispatch.typical_durations(session, "cpu")[dispatch.priority("test")]
-    assert places[queued[2]][1] == pytest.approx(typical, abs=0.5)
-    assert places[queued[0]][1] == pytest.approx(2 * typical, abs=0.5)
-    assert places[queued[1]][1] == pytest.approx(3 * typical, abs=0.5)
+        typical = places.typical_durations(session, "cpu")[dispatch.priority("test")]
+    assert seen[queued[2]][1] == pytest.approx(typical, abs=0.5)
+    assert seen[queued[0]][1] == pytest.approx(2 * typical, abs=0.5)
+    assert seen[queued[1]][1] == pytest.approx(3 * typical, abs=0.5)
 
 
 async def test_the_sweeper_dispatches_what_the_results_step_left(
@@ -171,7 +176,7 @@ async def test_more_workers_take_more_jobs_at_once(client: httpx.AsyncClient) ->
     wait_for_sender()
     with session_scope() as session:
         service.mark_running(session, first, "host:2")  # a second slot starts a job
-    dispatch.forget()
+    places.forget()
     jobs.dispatch_after("cpu")
     assert sent() == [first, second]
     start(second)
@@ -227,7 +232,7 @@ async def test_new_submissions_read_the_same_places_as_a_fresh_read_of_the_queue
         quick.append(body.json()["queue_position"])
     fresh = []
     for account, submission in made:
-        dispatch.forget()
+        places.forget()
         body = await client.get(f"/api/v1/submissions/{submission}", headers=account.headers)
         fresh.append(body.json()["queue_position"])
     assert quick == fresh
@@ -248,7 +253,7 @@ async def test_a_worker_that_says_it_is_there_gets_a_job_before_it_has_graded_an
             .where(Submission.started_at.is_not(None))
             .values(started_at=utcnow() - timedelta(hours=1))
         )
-    dispatch.forget()
+    places.forget()
     ada = make_account()
     first, second, third = [await submit(client, ada) for _ in range(3)]
     wait_for_sender()

@@ -13,10 +13,10 @@ from sqlalchemy import select, update
 
 from server.db import session_scope
 from server.models import OutboxMessage, Submission, utcnow
+from server.outbox import broker, jobs
 from server.settings import get_settings
 from server.submissions import service
 from server.users.service import authenticate
-from server.worker import broker, jobs
 from tests.server.conftest import Account, worker_report
 
 pytestmark = pytest.mark.anyio

@@ -19,8 +19,8 @@ from server.leaderboards import upkeep
 from server.models import OutboxMessage, Submission, utcnow
 from server.problems import repository, validation
 from server.settings import get_settings
+from server.submissions import payloads
 from server.users.service import authenticate
-from server.worker import payloads
 from tests.server.conftest import Account
 from tests.server.test_audit_log import audit_entries
 from tests.server.test_problems_api import problem_zip, upload

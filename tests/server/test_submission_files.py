@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from grader.report import PROFILE_FILE, CaseKind, CaseResult, Mode, Profile, Report, Status
 from server.db import session_scope
 from server.models import Problem, Submission, SubmissionFile, User
+from server.outbox import task_names
 from server.settings import get_settings
 from server.submissions import files, service
 from server.users.repository import get_user_by_name
@@ -258,7 +259,7 @@ def test_the_grade_job_sends_its_files_before_its_report(alice: Account) -> None
         patch.object(gpu, "deliver", lambda task, result: delivered.append((task, result))),
     ):
         gpu.grade(sid, {"problem": {"name": "vectoradd", "files": {}}, "code": "", "mode": "x"})
-    assert [task for task, _ in delivered] == [gpu.RECORD_FILE, gpu.RECORD_REPORT]
+    assert [task for task, _ in delivered] == [task_names.RECORD_FILE, task_names.RECORD_REPORT]
     # The report carries the file's size, not its bytes.
     assert delivered[1][1]["report"]["files"] == {PROFILE_FILE: {"bytes": len(NCU_REPORT)}}
     assert delivered[0][1]["content_b64"] not in repr(delivered[1][1])

@@ -17,8 +17,9 @@ from grader import problem as grader_problem
 from server.db import session_scope
 from server.problems import repository, validation
 from server.settings import get_settings
+from server.submissions import payloads
 from server.submissions import repository as submissions
-from server.worker import gpu, payloads, recorders
+from server.worker import gpu, recorders
 from tests.server.conftest import Account
 from tests.server.test_problem_lifecycle import record_round
 from tests.server.test_problems_api import TASK, problem_zip, upload
@@ -70,7 +71,7 @@ def validate_round(name: str) -> None:
         problem = repository.get_problem(session, name)
         assert problem is not None
         sent = [
-            payloads.validation(session, row.id, get_settings())
+            validation.message(session, row.id, get_settings())
             for row in validation.current_round(session, problem)
         ]
     with patch.object(gpu, "deliver", lambda task, result: delivered.append(result)):

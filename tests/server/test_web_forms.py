@@ -16,9 +16,9 @@ from server.db import session_scope
 from server.models import ApiToken, Problem, Submission
 from server.problems import repository, validation
 from server.settings import get_settings
+from server.submissions import payloads
 from server.users.repository import get_user_by_name
 from server.web.sessions import SESSION_COOKIE
-from server.worker import payloads
 from tests.server.conftest import Account
 from tests.server.test_audit_log import audit_entries
 from tests.server.test_problem_lifecycle import CODE, record_round
@@ -218,7 +218,7 @@ async def test_revalidating_keeps_the_problem_serving_and_switches_version_on_su
         assert problem is not None
         (row,) = validation.current_round(session, problem)
         # The workers validate the new files, while gradings get the live ones.
-        _, sent = payloads.validation(session, row.id, get_settings()) or (None, {})
+        _, sent = validation.message(session, row.id, get_settings()) or (None, {})
         assert sent["problem"]["version"] == 2
         assert "second words" in json.dumps(sent["problem"]["files"])
         graded = session.get(Submission, submitted.json()["id"])

@@ -13,9 +13,9 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Select, delete, event, select, update
@@ -23,19 +23,45 @@ from sqlalchemy.orm import Session
 
 from server.db import session_scope
 from server.models import OutboxMessage, utcnow
+from server.outbox import broker, dispatch
+from server.outbox.app import celery_app
+from server.outbox.task_names import TASKS
+from server.outbox.task_names import Job as Job  # services say jobs.Job
 from server.settings import Settings, get_settings
-from server.worker import broker, dispatch, payloads
-from server.worker.app import celery_app
 
 log = logging.getLogger(__name__)
 
 
-class Job(StrEnum):
-    GRADE = "grade"  # subject: a submission
-    VALIDATE = "validate"  # subject: a problem validation (one version, one device type)
+@dataclass(frozen=True)
+class Messages:
+    """How the service that asks for a job builds its message when it is sent: the outbox
+    knows rows, not submissions or problems, so the service tells it (`register`)."""
+
+    # The task's arguments for a subject, or None when it no longer needs the job.
+    args: Callable[[Session, int, Settings], list[Any] | None]
+    # How long a worker may hold the job once it has it.
+    time_limit_s: Callable[[Session, int, Settings], float]
+    # Reads these subjects at once before their messages are built; the caller keeps what
+    # it returns while it builds them.
+    preload: Callable[[Session, list[int]], Sequence[Any]] = lambda session, ids: ()
 
 
-TASKS = {Job.GRADE: "kerneljudge.grade", Job.VALIDATE: "kerneljudge.validate_problem"}
+_messages: dict[Job, Messages] = {}
+
+
+def register(job: Job, messages: Messages) -> None:
+    """The service that asks for `job` says how its messages are built (once, as it is
+    imported: every process that enqueues or sweeps the job imports that service)."""
+    _messages[job] = messages
+
+
+def messages_of(job: Job) -> Messages:
+    try:
+        return _messages[job]
+    except KeyError:
+        raise LookupError(f"no service registered how to send the {job} job") from None
+
+
 # session.info key: the outbox rows this session wrote, to send once it commits.
 PENDING = "kj_outbox_pending"
 SWEEP_BATCH = 500
@@ -239,10 +265,13 @@ def send_all(session: Session, rows: Sequence[OutboxMessage], settings: Settings
     query; returns how many were sent (the rest were done already)."""
     if not rows:
         return 0
-    held = payloads.preload(session, [row.subject_id for row in rows if row.job == Job.GRADE])
+    held = [
+        messages_of(job).preload(session, [row.subject_id for row in rows if row.job == job])
+        for job in sorted({Job(row.job) for row in rows})
+    ]
     with celery_app.producer_or_acquire() as producer:
         sent = sum(send(session, row, settings, producer) for row in rows)
-    del held  # read once above, kept in the session until every payload was made
+    del held  # read once above, kept in the session until every message was made
     return sent
 
 
@@ -250,10 +279,7 @@ def send(session: Session, row: OutboxMessage, settings: Settings, producer: Any
     """Send one job by name (True), or mark it done if its subject no longer needs it
     (False). Raises the broker's error when the broker cannot be reached."""
     job = Job(row.job)
-    if job is Job.GRADE:
-        args = payloads.grading(session, row.subject_id, settings)
-    else:
-        args = payloads.validation(session, row.subject_id, settings)
+    args = messages_of(job).args(session, row.subject_id, settings)
     if args is None:
         row.done_at = utcnow()
         return False
@@ -332,11 +358,7 @@ def _lost(session: Session, rows: Sequence[OutboxMessage], settings: Settings) -
         if row.task_id in held.task_ids or (row.job, row.subject_id) in held.reports:
             continue
         if not held.includes_taken and row.sent_at is not None:
-            limit = (
-                payloads.grading_time_limit_s(session, row.subject_id, settings)
-                if row.job == Job.GRADE
-                else settings.visibility_timeout_s
-            )
+            limit = messages_of(Job(row.job)).time_limit_s(session, row.subject_id, settings)
             if row.sent_at > now - timedelta(seconds=limit + settings.sweep_grace_s):
                 continue
         lost.append(row)

@@ -14,20 +14,15 @@ from typing import Any
 import redis
 from sqlalchemy import create_engine, text
 
+from server.outbox import embedded, task_names
+from server.outbox.app import RESULTS_QUEUE
 from server.settings import Settings
-from server.worker import embedded
-from server.worker.app import RESULTS_QUEUE
 
 # kombu's Redis transport: a queue's messages are lists named after it (one per priority
 # step but the first, with this separator), and taken but unacknowledged ones a hash.
 PRIORITY_SEPARATOR = "\x06\x16"
 PRIORITY_STEPS = (3, 6, 9)
 UNACKED_KEY = "unacked"
-# The results step's tasks and which key of their one argument names the job's subject.
-REPORT_SUBJECTS = {
-    "kerneljudge.record_report": ("grade", "submission_id"),
-    "kerneljudge.record_validation": ("validate", "validation_id"),
-}
 
 
 @dataclass(frozen=True)
@@ -93,9 +88,13 @@ def _report_subject(raw: str | bytes) -> tuple[str, int] | None:
     """(job, subject id) when the message is a report for the results step."""
     message = _message(raw)
     headers = message.get("headers") if message else None
-    if not message or not isinstance(headers, dict) or headers.get("task") not in REPORT_SUBJECTS:
+    if (
+        not message
+        or not isinstance(headers, dict)
+        or headers.get("task") not in task_names.REPORTS
+    ):
         return None
-    job, key = REPORT_SUBJECTS[headers["task"]]
+    job, key = task_names.REPORTS[headers["task"]]
     try:
         body = message.get("body", "")
         if message.get("properties", {}).get("body_encoding") == "base64":

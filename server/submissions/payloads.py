@@ -1,6 +1,6 @@
-"""What a worker is sent for each job, built from the database when the job is sent: the
-problem's files and the code to grade, or the problem's files and its example solutions to
-validate. Nothing of the database's beyond that (a worker holds no credentials)."""
+"""What a grading worker is sent for a submission, built when its job is sent: the
+problem's files and the code to grade, the limits, and the secret seed of a ranked run.
+The submissions service registers it with the outbox (`MESSAGES`)."""
 
 from __future__ import annotations
 
@@ -11,13 +11,10 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session, selectinload
 
 from grader.report import TERMINAL_STATUSES, Mode
-from server.models import Problem, ProblemValidation, Submission
-from server.problems import versions
-from server.problems.loaded import loaded
+from server.models import Submission
+from server.outbox import jobs
+from server.problems.loaded import loaded, problem_files
 from server.settings import Settings
-
-# A validation's row waits in this status for its worker's report.
-VALIDATION_QUEUED = "queued"
 
 
 def preload(session: Session, submission_ids: list[int]) -> Sequence[Submission]:
@@ -60,35 +57,12 @@ def grading_payload(submission: Submission, settings: Settings) -> dict[str, Any
     }
 
 
-def validation(session: Session, validation_id: int, settings: Settings) -> list[Any] | None:
-    """The validate job's arguments, or None once the validation has its report."""
-    row = session.get(ProblemValidation, validation_id)
-    if row is None or row.status != VALIDATION_QUEUED:
-        return None
-    stored = session.get(Problem, row.problem_id)
-    if stored is None:
-        return None
-    # A live problem's next version is staged beside it until it passes (versions.py).
-    problem = versions.of_version(stored, row.problem_version)
-    read = loaded(problem)
-    payload = {
-        "problem": problem_files(problem),
-        "solutions": dict(problem.solutions or {}),
-        "timeouts": {
-            mode: min(read.timeout_for(mode), settings.grading_timeout_s)
-            for mode in (Mode.TEST, Mode.BENCHMARK)
-        },
-    }
-    return [row.id, payload]
-
-
-def problem_files(problem: Problem) -> dict[str, Any]:
-    return {"name": problem.name, "version": problem.version, "files": problem.files}
-
-
 def grading_time_limit_s(session: Session, submission_id: int, settings: Settings) -> float:
     """How long a worker may take over a grading once it has it."""
     submission = session.get(Submission, submission_id)
     if submission is None:
         return settings.grading_timeout_s
     return min(loaded(submission.problem).timeout_for(submission.mode), settings.grading_timeout_s)
+
+
+MESSAGES = jobs.Messages(args=grading, time_limit_s=grading_time_limit_s, preload=preload)

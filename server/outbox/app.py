@@ -1,6 +1,7 @@
 """The Celery app: one queue per device type for gradings and problem validations, and a
 ``results`` queue served next to the API, where reports are written to the database. Jobs
-are sent by name (`server.worker.jobs`), so nothing that sends one imports a task."""
+are sent by name (`server.outbox.task_names`), so nothing that sends one imports a task; a
+worker imports the tasks (server/worker/) as it starts."""
 
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ import warnings
 from celery import Celery
 from sqlalchemy.exc import SADeprecationWarning
 
+from server.outbox import embedded  # noqa: F401  (registers the embedded broker's scheme)
 from server.settings import Settings, get_settings
-from server.worker import (
-    embedded,  # noqa: F401  (registers the embedded broker's scheme)
-    shutdown,  # noqa: F401  (a worker's shutdown always ends)
-)
 
 RESULTS_QUEUE = "results"
 
@@ -34,7 +32,8 @@ def make_celery(settings: Settings) -> Celery:
         transport_options["unacked_restore_interval"] = settings.restore_interval_s
         transport_options["unacked_restore_throttle"] = 1
     app.conf.update(
-        imports=["server.worker.gpu", "server.worker.recorders"],
+        # The tasks, and a worker's shutdown that always ends.
+        imports=["server.worker.gpu", "server.worker.recorders", "server.worker.shutdown"],
         task_serializer="json",
         accept_content=["json"],
         # Reports go to our own tables through the results step, never to a result backend.

@@ -1,0 +1,35 @@
+"""The names of the outbox's jobs and of the Celery tasks, stated once: the tasks are
+declared under them (server/worker/), and everything that sends or reads a message refers
+to them here, so nothing that sends a job imports a task. The task names are a contract
+with running workers: a worker of an older release must still find its task by its name."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Job(StrEnum):
+    """A job of the outbox, as its rows name it."""
+
+    GRADE = "grade"  # subject: a submission
+    VALIDATE = "validate"  # subject: a problem validation (one version, one device type)
+
+
+# Jobs for a device's queue, run by a grading worker.
+GRADE = "kerneljudge.grade"
+VALIDATE_PROBLEM = "kerneljudge.validate_problem"
+# The results step, on the results queue next to the API: what workers send back.
+RECORD_STARTED = "kerneljudge.record_started"
+RECORD_REPORT = "kerneljudge.record_report"
+RECORD_FILE = "kerneljudge.record_file"
+RECORD_VALIDATION = "kerneljudge.record_validation"
+RECORD_SLOT = "kerneljudge.record_slot"
+
+# The task that runs each job.
+TASKS = {Job.GRADE: GRADE, Job.VALIDATE: VALIDATE_PROBLEM}
+# The results step's tasks that carry a job's report, and which key of their one argument
+# names the job's subject.
+REPORTS = {
+    RECORD_REPORT: (Job.GRADE, "submission_id"),
+    RECORD_VALIDATION: (Job.VALIDATE, "validation_id"),
+}
