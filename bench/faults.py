@@ -17,13 +17,12 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.provenance import provenance
 from tests.integration.faults_rig import (
     FAULT_SETTINGS,
     FAULTS,
@@ -64,24 +63,6 @@ def parse_args() -> argparse.Namespace:
     if unknown := set(args.faults) - set(FAULTS):
         parser.error(f"unknown faults: {', '.join(sorted(unknown))}")
     return args
-
-
-def provenance() -> dict[str, Any]:
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=REPO, capture_output=True, text=True, check=False
-        ).stdout.strip()
-
-    meminfo = Path("/proc/meminfo").read_text().split()
-    return {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "cores": os.cpu_count(),
-        "memory_gib": round(int(meminfo[meminfo.index("MemTotal:") + 1]) / 2**20, 1),
-        "gpu": shutil.which("nvidia-smi") is not None,
-        "load_average_at_start": os.getloadavg(),
-        "commit": git("rev-parse", "--short", "HEAD"),
-        "uncommitted_changes": bool(git("status", "--porcelain")),
-    }
 
 
 def fault_summary(fault: Fault) -> dict[str, Any]:
@@ -142,7 +123,12 @@ def main() -> None:
     args = parse_args()
     root = Path(tempfile.mkdtemp(prefix="kj-faults-"))
     began = time.monotonic()
-    result: dict[str, Any] = {"provenance": provenance(), "args": vars(args) | {"out": None}}
+    result: dict[str, Any] = {
+        "provenance": provenance(
+            gpu=shutil.which("nvidia-smi") is not None, load_average_at_start=os.getloadavg()
+        ),
+        "args": vars(args) | {"out": None},
+    }
     try:
         with (
             tails_on_failure(root / "logs"),

@@ -277,6 +277,19 @@ def probe(problem: str, solution: str, batches: int, modes: list[str]) -> list[d
         pings.append(time.perf_counter() - started)
     round_trip = min(pings)
 
+    def landed_reply() -> dict[str, Any]:
+        """The runner's reply, the harness's stream synchronized after it; if none comes, the
+        gate is opened from a rescue stream first so that the harness's stream is not left
+        waiting on it."""
+        try:
+            reply: dict[str, Any] = channel.recv()
+        except BaseException:
+            with torch.cuda.stream(rescue):
+                ops.write(rescue.cuda_stream, gate_ptr + DONE, seq)
+            raise
+        hs.synchronize()
+        return reply
+
     def gated(slab_id: int, slab: shared.Slab | None, image: shared.Slab | None, read: int,
               count: int, arena: bool) -> tuple[dict[str, Any], float, float]:  # fmt: skip
         nonlocal seq
@@ -291,13 +304,7 @@ def probe(problem: str, solution: str, batches: int, modes: list[str]) -> list[d
             ops.write(hs.cuda_stream, gate_ptr + GO, seq)
             ops.wait(hs.cuda_stream, gate_ptr + DONE, seq)
             events[2].record()
-        try:
-            reply = channel.recv()
-        except BaseException:
-            with torch.cuda.stream(rescue):
-                ops.write(rescue.cuda_stream, gate_ptr + DONE, seq)
-            raise
-        hs.synchronize()
+        reply = landed_reply()
         return (
             reply,
             events[0].elapsed_time(events[1]) / 1e3,
@@ -329,13 +336,7 @@ def probe(problem: str, solution: str, batches: int, modes: list[str]) -> list[d
                 ops.write(hs.cuda_stream, gate_ptr + GO, seq0 + i)
                 ops.wait(hs.cuda_stream, gate_ptr + DONE, seq0 + i)
                 end.record()
-        try:
-            reply = channel.recv()
-        except BaseException:
-            with torch.cuda.stream(rescue):
-                ops.write(rescue.cuda_stream, gate_ptr + DONE, seq)
-            raise
-        hs.synchronize()
+        reply = landed_reply()
         windows = [b.elapsed_time(e) / 1e3 for _, b, e in marks]
         between = [a.elapsed_time(b) / 1e3 for a, b, _ in marks]
         return reply, windows, between

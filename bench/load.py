@@ -26,7 +26,6 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from sqlalchemy import Engine, create_engine, func, select, text
 
 # Only the tables: the rest of `server` reads the KJ_ settings when imported, and this
 # process never has them (serve and the seeding run as processes of their own).
+from bench.provenance import provenance
 from server.models import Submission
 from tests.integration.cluster import free_port, postgres_cluster, redis_server
 
@@ -492,23 +492,6 @@ def print_table(results: list[dict[str, Any]]) -> None:
               f"/healthz after: {r['healthz_after_s']}")  # fmt: skip
 
 
-def provenance() -> dict[str, Any]:
-    def git(*args: str) -> str:
-        return subprocess.run(
-            ["git", *args], cwd=REPO, capture_output=True, text=True, check=False
-        ).stdout.strip()
-
-    meminfo = Path("/proc/meminfo").read_text().split()
-    return {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "load_average": os.getloadavg(),
-        "cores": os.cpu_count(),
-        "memory_gib": round(int(meminfo[meminfo.index("MemTotal:") + 1]) / 2**20, 1),
-        "commit": git("rev-parse", "--short", "HEAD"),
-        "uncommitted_changes": bool(git("status", "--porcelain")),
-    }
-
-
 # -- main ---------------------------------------------------------------------------------
 
 
@@ -590,7 +573,10 @@ def drive(
 def main() -> None:
     args = parse_args()
     folder = Path(tempfile.mkdtemp(prefix="kj-load-"))
-    results: dict[str, Any] = {"provenance": provenance(), "args": vars(args) | {"out": None}}
+    results: dict[str, Any] = {
+        "provenance": provenance(load_average=os.getloadavg()),
+        "args": vars(args) | {"out": None},
+    }
     try:
         with postgres_cluster() as pg, redis_server() as broker:
             pg.keep = broker.keep = args.keep

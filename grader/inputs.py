@@ -11,6 +11,8 @@ from typing import Any
 
 import torch
 
+from grader.trees import is_tensor, map_tree
+
 SEED_BITS = 31  # generators of every device accept it, and so do problems doing arithmetic
 
 
@@ -49,15 +51,7 @@ def seeded_case(
 
 def map_tensors(data: Any, fn: Callable[[torch.Tensor], Any]) -> Any:
     """Apply `fn` to every tensor in a tree of tuples, lists and dicts."""
-    if isinstance(data, torch.Tensor):
-        return fn(data)
-    if isinstance(data, tuple):
-        return tuple(map_tensors(x, fn) for x in data)
-    if isinstance(data, list):
-        return [map_tensors(x, fn) for x in data]
-    if isinstance(data, dict):
-        return {k: map_tensors(v, fn) for k, v in data.items()}
-    return data
+    return map_tree(data, is_tensor, fn)
 
 
 def iter_tensors(data: Any, path: str = "data") -> Iterator[tuple[str, torch.Tensor]]:

@@ -23,6 +23,8 @@ from typing import Any
 
 import torch
 
+from grader.trees import is_tensor, map_tree
+
 HEADER_BYTES = 8
 MAX_MESSAGE_BYTES = 4 << 30
 _CHUNK = 1 << 20
@@ -52,17 +54,13 @@ class ChannelTimeout(ChannelError):
 
 def _split(message: Any, tensors: list[torch.Tensor]) -> Any:
     """The skeleton of `message`, collecting its tensors (as contiguous CPU tensors)."""
-    if isinstance(message, torch.Tensor):
-        tensors.append(message.detach().to("cpu").contiguous())
-        return {_TENSOR: len(tensors) - 1, "dtype": str(message.dtype).removeprefix("torch."),
-                "shape": list(message.shape)}  # fmt: skip
-    if isinstance(message, tuple):
-        return tuple(_split(x, tensors) for x in message)
-    if isinstance(message, list):
-        return [_split(x, tensors) for x in message]
-    if isinstance(message, dict):
-        return {k: _split(v, tensors) for k, v in message.items()}
-    return message
+
+    def describe(tensor: torch.Tensor) -> dict[str, Any]:
+        tensors.append(tensor.detach().to("cpu").contiguous())
+        return {_TENSOR: len(tensors) - 1, "dtype": str(tensor.dtype).removeprefix("torch."),
+                "shape": list(tensor.shape)}  # fmt: skip
+
+    return map_tree(message, is_tensor, describe)
 
 
 def _raw(tensor: torch.Tensor) -> memoryview:
@@ -120,9 +118,11 @@ def decode(blob: bytes) -> Any:
     raise ChannelError("unreadable message: unknown encoding")
 
 
-def _descriptor(node: Any) -> tuple[torch.dtype, list[int]] | None:
-    if not (isinstance(node, dict) and _TENSOR in node):
-        return None
+def _is_descriptor(node: Any) -> bool:
+    return isinstance(node, dict) and _TENSOR in node
+
+
+def _descriptor(node: dict[str, Any]) -> tuple[torch.dtype, list[int]]:
     dtype = DTYPES.get(str(node.get("dtype")))
     shape = node.get("shape")
     if (
@@ -136,16 +136,7 @@ def _descriptor(node: Any) -> tuple[torch.dtype, list[int]] | None:
 
 def _join(node: Any, next_tensor: Any) -> Any:
     """Put the tensors back into the skeleton, in the order they were sent."""
-    described = _descriptor(node)
-    if described is not None:
-        return next_tensor(*described)
-    if isinstance(node, tuple):
-        return tuple(_join(x, next_tensor) for x in node)
-    if isinstance(node, list):
-        return [_join(x, next_tensor) for x in node]
-    if isinstance(node, dict):
-        return {k: _join(v, next_tensor) for k, v in node.items()}
-    return node
+    return map_tree(node, _is_descriptor, lambda leaf: next_tensor(*_descriptor(leaf)))
 
 
 def _wait(fd: int, for_write: bool, deadline: float | None) -> None:

@@ -20,6 +20,7 @@ from grader.inputs import iter_tensors, poison_tensor
 from grader.protocol import DTYPES, ChannelError
 from grader.report import Status, Stop
 from grader.shared import ALIGN, SharedMemoryError, Slab, aligned
+from grader.trees import map_tree
 
 INPUT = "__kj_input__"
 SLOT = "__kj_slot__"
@@ -161,18 +162,13 @@ class Layout:
 
 
 def _build(skeleton: Any, tensors: dict[str, torch.Tensor]) -> Any:
-    if isinstance(skeleton, dict) and INPUT in skeleton:
-        found = tensors.get(str(skeleton[INPUT]))
+    def placed(node: dict[str, Any]) -> torch.Tensor:
+        found = tensors.get(str(node[INPUT]))
         if found is None:
             raise ChannelError("the layout names an input it does not place")
         return found
-    if isinstance(skeleton, tuple):
-        return tuple(_build(x, tensors) for x in skeleton)
-    if isinstance(skeleton, list):
-        return [_build(x, tensors) for x in skeleton]
-    if isinstance(skeleton, dict):
-        return {k: _build(v, tensors) for k, v in skeleton.items()}
-    return skeleton
+
+    return map_tree(skeleton, lambda node: isinstance(node, dict) and INPUT in node, placed)
 
 
 class Sets:

@@ -214,23 +214,18 @@ class Cgroup:
 
     def usage(self) -> CgroupUsage:
         if self.version == 2:
-            folder = self.dirs[""]
-            events = dict(
-                line.split() for line in _read(folder / "memory.events").splitlines() if line
+            folder, events, peak = self.dirs[""], "memory.events", "memory.peak"
+        else:
+            folder, events, peak = (
+                self.dirs["memory"],
+                "memory.oom_control",
+                "memory.max_usage_in_bytes",
             )
-            peak_text = _read(folder / "memory.peak").strip()
-            return CgroupUsage(
-                peak_memory_bytes=int(peak_text) if peak_text.isdigit() else None,
-                oom_killed=int(events.get("oom_kill", "0")) > 0,
-            )
-        memory = self.dirs["memory"]
-        control = dict(
-            line.split() for line in _read(memory / "memory.oom_control").splitlines() if line
-        )
-        peak_text = _read(memory / "memory.max_usage_in_bytes").strip()
+        counts = dict(line.split() for line in _read(folder / events).splitlines() if line)
+        peak_text = _read(folder / peak).strip()
         return CgroupUsage(
             peak_memory_bytes=int(peak_text) if peak_text.isdigit() else None,
-            oom_killed=int(control.get("oom_kill", "0")) > 0,
+            oom_killed=int(counts.get("oom_kill", "0")) > 0,
         )
 
     def remove(self) -> None:

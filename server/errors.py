@@ -36,6 +36,15 @@ class KernelJudgeError(Exception):
     status_code = 400
     code = "bad_request"
 
+    def __init_subclass__(
+        cls, *, status_code: int | None = None, code: str | None = None, **kwargs: Any
+    ) -> None:
+        """``class NotFound(KernelJudgeError, status_code=404, code="not_found")``; a
+        subclass naming neither keeps its parent's."""
+        super().__init_subclass__(**kwargs)
+        cls.status_code = status_code or cls.status_code
+        cls.code = code or cls.code
+
     def __init__(self, detail: str) -> None:
         super().__init__(detail)
         self.detail = detail
@@ -46,53 +55,32 @@ class KernelJudgeError(Exception):
         return {}
 
 
-class BadRequest(KernelJudgeError):
+class BadRequest(KernelJudgeError, status_code=422, code="invalid_request"):
     """The request is malformed or names something invalid."""
 
-    status_code = 422
-    code = "invalid_request"
 
-
-class PayloadTooLarge(KernelJudgeError):
+class PayloadTooLarge(KernelJudgeError, status_code=413, code="too_large"):
     """The code or the request body is over its size limit."""
 
-    status_code = 413
-    code = "too_large"
 
-
-class NotAuthenticated(KernelJudgeError):
+class NotAuthenticated(KernelJudgeError, status_code=401, code="not_authenticated"):
     """No valid bearer token was given."""
 
-    status_code = 401
-    code = "not_authenticated"
 
-
-class Forbidden(KernelJudgeError):
+class Forbidden(KernelJudgeError, status_code=403, code="forbidden"):
     """The token is valid but its user may not do this."""
 
-    status_code = 403
-    code = "forbidden"
 
-
-class NotFound(KernelJudgeError):
+class NotFound(KernelJudgeError, status_code=404, code="not_found"):
     """No such problem, submission or leaderboard."""
 
-    status_code = 404
-    code = "not_found"
 
-
-class Conflict(KernelJudgeError):
+class Conflict(KernelJudgeError, status_code=409, code="conflict"):
     """The request clashes with existing state."""
 
-    status_code = 409
-    code = "conflict"
 
-
-class TooManyRequests(KernelJudgeError):
+class TooManyRequests(KernelJudgeError, status_code=429, code="too_many_requests"):
     """Too many attempts in a short time; wait and try again."""
-
-    status_code = 429
-    code = "too_many_requests"
 
     def __init__(self, detail: str, retry_after_s: int | None = None) -> None:
         super().__init__(detail)
@@ -105,13 +93,11 @@ class TooManyRequests(KernelJudgeError):
         return {"Retry-After": str(self.retry_after_s)}
 
 
-class Unavailable(KernelJudgeError):
+class Unavailable(KernelJudgeError, status_code=503, code="unavailable"):
     """The database cannot be reached right now; nothing was done. Try again after the
     Retry-After header's seconds (a submission sent again with the same Idempotency-Key is
     made at most once)."""
 
-    status_code = 503
-    code = "unavailable"
     retry_after_s = 5
 
     @property

@@ -125,6 +125,17 @@ class Unreachable(ClientError):
             self.code = "unavailable"
 
 
+# How a refusal's message starts, by HTTP status; the server's detail follows.
+REFUSALS = {
+    403: "not allowed",
+    404: "not found",
+    409: "refused",
+    413: "too large",
+    422: "invalid request",
+    429: "too many requests",
+}
+
+
 def from_transport(exc: httpx.TransportError, url: str) -> Unreachable:
     if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
         reason = str(exc) or "the connection failed"
@@ -161,18 +172,9 @@ def from_response(response: httpx.Response, url: str, *, hint_404: str = "") -> 
             f"the server refused your token ({detail}); log in again with "
             f"`kerneljudge login {url}`, or set KJ_TOKEN"
         )
-    elif status == 403:
-        message = f"not allowed: {detail}"
-    elif status == 404:
-        message = f"not found: {detail}{hint_404}"
-    elif status == 409:
-        message = f"refused: {detail}"
-    elif status == 413:
-        message = f"too large: {detail}"
-    elif status == 422:
-        message = f"invalid request: {detail}"
-    elif status == 429:
-        message = f"too many requests: {detail}{retry_when(retry_after_s)}"
+    elif status in REFUSALS:
+        after = {404: hint_404, 429: retry_when(retry_after_s)}.get(status, "")
+        message = f"{REFUSALS[status]}: {detail}{after}"
     else:
         message = f"the server refused the request (HTTP {status}): {detail}"
     return Refused(

@@ -8,6 +8,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from server.deps import AdminUser, SessionDep, SettingsDep
+from server.downloads import attachment
 from server.errors import Forbidden, NotAuthenticated, NotFound, responses
 from server.exports import service
 
@@ -15,11 +16,7 @@ router = APIRouter(prefix="/api/v1/problems", tags=["problems"])
 
 
 def download(export: service.Export) -> Response:
-    return Response(
-        export.content,
-        media_type=export.media_type,
-        headers={"Content-Disposition": f'attachment; filename="{export.filename}"'},
-    )
+    return attachment(export.content, export.media_type, export.filename)
 
 
 @router.get(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Select, delete, event, select, update
+from sqlalchemy import Select, Update, delete, event, select, update
 from sqlalchemy.orm import Session
 
 from server.db import session_scope
@@ -117,27 +117,23 @@ def started(session: Session, job: Job, subject_id: int) -> None:
     """A worker started the job (in the caller's transaction): it no longer waits in the
     broker, and its queue has room for the next."""
     session.execute(
-        update(OutboxMessage)
-        .where(
-            OutboxMessage.job == job.value,
-            OutboxMessage.subject_id == subject_id,
-            OutboxMessage.done_at.is_(None),
-            OutboxMessage.started_at.is_(None),
-        )
+        _undone(job, subject_id)
+        .where(OutboxMessage.started_at.is_(None))
         .values(started_at=utcnow())
     )
 
 
 def done(session: Session, job: Job, subject_id: int) -> None:
     """The job's result is recorded (in the caller's transaction): never send it again."""
-    session.execute(
-        update(OutboxMessage)
-        .where(
-            OutboxMessage.job == job.value,
-            OutboxMessage.subject_id == subject_id,
-            OutboxMessage.done_at.is_(None),
-        )
-        .values(done_at=utcnow())
+    session.execute(_undone(job, subject_id).values(done_at=utcnow()))
+
+
+def _undone(job: Job, subject_id: int) -> Update:
+    """An update of the subject's message for `job`, unless its result is recorded."""
+    return update(OutboxMessage).where(
+        OutboxMessage.job == job.value,
+        OutboxMessage.subject_id == subject_id,
+        OutboxMessage.done_at.is_(None),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fastapi import APIRouter, File, Form, UploadFile
 from fastapi.responses import Response
 
+from server import downloads
 from server.deps import AdminUser, OptionalUser, SessionDep, SettingsDep
 from server.errors import BadRequest, Forbidden, NotAuthenticated, NotFound, PayloadTooLarge
 from server.errors import responses as error_responses
@@ -92,30 +93,20 @@ def read_problem(
     "/{name}/bundle",
     response_class=Response,
     responses={
-        200: {
-            "description": "a zip of one folder, `{name}/`: task.yml, task.py, utils.py and "
-            "the problem's other files, the template as submission.py, and reference.py when "
-            "the organizers made it public; unpacked, `kerneljudge grade {name}/ "
-            "submission.py` grades locally",
-            "content": {bundle.MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
-            "headers": {
-                "Content-Disposition": {
-                    "description": 'attachment; filename="{name}.zip"',
-                    "schema": {"type": "string"},
-                }
-            },
-        },
+        200: downloads.documented(
+            "a zip of one folder, `{name}/`: task.yml, task.py, utils.py and the problem's "
+            "other files, the template as submission.py, and reference.py when the organizers "
+            "made it public; unpacked, `kerneljudge grade {name}/ submission.py` grades locally",
+            bundle.MEDIA_TYPE,
+            "{name}.zip",
+        ),
         **error_responses(NotFound),
     },
     summary="The problem's folder as a zip, to grade submissions locally",
 )
 def download_bundle(name: str, session: SessionDep, user: OptionalUser) -> Response:
     made = bundle.make(service.get_visible_problem(session, name, user))
-    return Response(
-        made.content,
-        media_type=bundle.MEDIA_TYPE,
-        headers={"Content-Disposition": f'attachment; filename="{made.filename}"'},
-    )
+    return downloads.attachment(made.content, bundle.MEDIA_TYPE, made.filename)
 
 
 @router.post(

@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from server import turns
+from server import downloads, turns
 from server.deps import (
     CurrentUser,
     OptionalUser,
@@ -286,18 +286,12 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
     "/{submission_id}/files/{name}",
     response_class=Response,
     responses={
-        200: {
-            "description": "the file as the worker made it: for `profile.ncu-rep`, profile "
-            "mode's Nsight Compute report, to open in Nsight Compute (`ncu-ui`, or "
-            "`ncu --import FILE`)",
-            "content": {files.MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
-            "headers": {
-                "Content-Disposition": {
-                    "description": 'attachment; filename="submission-{id}-{name}"',
-                    "schema": {"type": "string"},
-                }
-            },
-        },
+        200: downloads.documented(
+            "the file as the worker made it: for `profile.ncu-rep`, profile mode's Nsight "
+            "Compute report, to open in Nsight Compute (`ncu-ui`, or `ncu --import FILE`)",
+            files.MEDIA_TYPE,
+            "submission-{id}-{name}",
+        ),
         **responses(NotAuthenticated, NotFound),
     },
     summary="A file a submission's grading left beside its report (its Nsight Compute "

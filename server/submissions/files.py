@@ -11,6 +11,7 @@ import logging
 from sqlalchemy.orm import Session
 
 from grader.report import PROFILE_FILE, TERMINAL_STATUSES, Mode
+from server import downloads
 from server.errors import NotFound
 from server.models import Submission, SubmissionFile, User
 from server.submissions import reports, repository
@@ -100,5 +101,4 @@ def missing(submission: Submission, name: str) -> str:
 
 def download_headers(found: SubmissionFile) -> dict[str, str]:
     """Saved under a name that says whose it is: a name is one of KEPT, safe in a header."""
-    filename = f"submission-{found.submission_id}-{found.name}"
-    return {"Content-Disposition": f'attachment; filename="{filename}"'}
+    return downloads.disposition(f"submission-{found.submission_id}-{found.name}")

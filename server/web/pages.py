@@ -14,7 +14,7 @@ from starlette.datastructures import UploadFile
 
 from grader.problem import Problem as GraderProblem
 from grader.report import Mode, Status
-from server import anonymous
+from server import anonymous, downloads
 from server.cache import Lru
 from server.deps import RowId
 from server.errors import (
@@ -178,10 +178,8 @@ def problem_template(name: str, page: PageDep) -> Response:
     template = loaded_problem(problem).submission_template
     if not template:
         raise NotFound(f"problem {name!r} has no submission template")
-    return Response(
-        template,
-        media_type="text/x-python; charset=utf-8",
-        headers={"Content-Disposition": f'attachment; filename="{problem.name}_submission.py"'},
+    return downloads.attachment(
+        template, "text/x-python; charset=utf-8", f"{problem.name}_submission.py"
     )
 
 
@@ -190,11 +188,7 @@ def problem_bundle(name: str, page: PageDep) -> Response:
     """The API's bundle for the browser: the signed-in viewer's cookie decides what is
     visible, so an organizer downloads a hidden problem's bundle from its page too."""
     made = bundle.make(problems.get_visible_problem(page.session, name, page.viewer))
-    return Response(
-        made.content,
-        media_type=bundle.MEDIA_TYPE,
-        headers={"Content-Disposition": f'attachment; filename="{made.filename}"'},
-    )
+    return downloads.attachment(made.content, bundle.MEDIA_TYPE, made.filename)
 
 
 @router.get("/leaderboards/{name}", response_class=HTMLResponse)

@@ -14,10 +14,11 @@ from sqlalchemy import select
 from grader.report import Report
 from server.app import create_app
 from server.db import migrate, session_scope
-from server.models import Problem, Submission, User
+from server.models import Problem, User
 from server.problems.service import sync_builtin_problems
 from server.submissions import reports
 from server.users.service import create_user, issue_token
+from tests.server.rows import submission_row
 
 
 @pytest.fixture(scope="session")
@@ -85,15 +86,8 @@ def add_submission(user_name: str, *, mode: str, code: str = "x") -> int:
         user = db.scalar(select(User).where(User.name == user_name))
         problem = db.scalar(select(Problem).where(Problem.name == "vectoradd"))
         assert user is not None and problem is not None
-        submission = Submission(
-            user_id=user.id,
-            problem_id=problem.id,
-            problem_version=problem.version,
-            code=code,
-            code_sha256="0" * 64,
-            mode=mode,
-            gpu_type="cpu",
-            flags=[],
+        submission = submission_row(
+            user.id, problem.id, problem_version=problem.version, mode=mode, code=code
         )
         db.add(submission)
         db.flush()

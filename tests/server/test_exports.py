@@ -14,6 +14,7 @@ import pytest
 from server.db import session_scope
 from server.models import Submission
 from tests.server.conftest import Account
+from tests.server.rows import submission_row
 from tests.server.test_web_pages import graded, new_problem
 from tests.server.web_client import HTML, log_in, make_user
 
@@ -48,14 +49,8 @@ def competition(problem: str) -> tuple[list[str], list[int]]:
     with session_scope() as session:
         first = session.get(Submission, ids[0])
         assert first is not None
-        queued = Submission(
-            user_id=first.user_id,
-            problem_id=first.problem_id,
-            problem_version=1,
-            code="secret code",
-            code_sha256="f" * 64,
-            mode="test",
-            gpu_type="cpu",
+        queued = submission_row(
+            first.user_id, first.problem_id, mode="test", code="secret code", code_sha256="f" * 64
         )
         session.add(queued)
         session.flush()

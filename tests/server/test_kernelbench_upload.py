@@ -2,27 +2,18 @@
 
 from __future__ import annotations
 
-import io
-import zipfile
 from pathlib import Path
 
 import httpx
 import pytest
 
 from tests.server.conftest import Account
+from tests.server.rows import zip_of
 from tests.server.web_client import log_in, make_user
 
 pytestmark = pytest.mark.anyio
 
 MODULE = Path(__file__).resolve().parents[1] / "data" / "kernelbench_scaled_linear.py"
-
-
-def zip_of(entries: dict[str, str]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, text in entries.items():
-            archive.writestr(name, text)
-    return buffer.getvalue()
 
 
 async def upload(client: httpx.AsyncClient, admin: Account, raw: bytes) -> httpx.Response:

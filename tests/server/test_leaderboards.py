@@ -17,6 +17,7 @@ from server.db import session_scope
 from server.leaderboards import service, upkeep
 from server.models import Problem, Submission, User
 from tests.server.conftest import Account
+from tests.server.rows import submission_row
 from tests.services import migrated_database
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -32,20 +33,13 @@ def add(
     db: Session, user: User, problem: Problem, score: float | None, minutes: int, **overrides
 ) -> Submission:  # type: ignore[no-untyped-def]
     fields = dict(
-        user_id=user.id,
-        problem_id=problem.id,
-        problem_version=1,
-        code="x",
-        code_sha256="0" * 64,
         mode="leaderboard",
-        gpu_type="cpu",
         status="passed",
         score=score,
-        flags=[],
         created_at=T0 + timedelta(minutes=minutes),
     )
     fields.update(overrides)
-    submission = Submission(**fields)
+    submission = submission_row(user.id, problem.id, **fields)
     db.add(submission)
     db.flush()
     return submission

@@ -21,6 +21,7 @@ from server.db import alembic_config, migrate
 from server.models import Base, Problem, Submission, User
 from server.submissions import disclosure, reports
 from tests.server.conftest import PASSED_REPORT as REPORT
+from tests.server.rows import submission_row
 from tests.services import fresh_postgres_database
 
 
@@ -83,18 +84,13 @@ def graded_before_runs_went(url: str) -> int:
             problem = Problem(name="vectoradd", files={}, files_sha256="0" * 64, secret_seed=1)
             db.add_all([user, problem])
             db.flush()
-            submission = Submission(
-                user_id=user.id,
-                problem_id=problem.id,
-                problem_version=1,
-                code="x",
-                code_sha256="0" * 64,
+            submission = submission_row(
+                user.id,
+                problem.id,
                 mode="benchmark",
-                gpu_type="cpu",
                 status="passed",
                 score=0.002,
                 message="all cases passed",
-                flags=[],
                 report=REPORT,
             )
             db.add(submission)

@@ -136,20 +136,24 @@ async def test_a_job_the_broker_lost_is_sent_again(
     assert job.task_id in held_now()
 
 
+def swept_after(sid: int, **values: object) -> None:
+    """`values` set on the submission's grading job, then one sweep."""
+    with session_scope() as session:
+        session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.subject_id == sid, OutboxMessage.job == jobs.Job.GRADE)
+            .values(**values)
+        )
+    with session_scope() as session:
+        jobs.sweep(session, get_settings())
+
+
 async def test_a_job_waiting_in_the_broker_is_left_alone(
     client: httpx.AsyncClient, alice: Account
 ) -> None:
     sid = (await submit(client, alice)).json()["id"]
     sent_job(sid)
-    long_ago = utcnow() - timedelta(hours=2)
-    with session_scope() as session:
-        session.execute(
-            update(OutboxMessage)
-            .where(OutboxMessage.subject_id == sid, OutboxMessage.job == jobs.Job.GRADE)
-            .values(sent_at=long_ago)
-        )
-    with session_scope() as session:
-        jobs.sweep(session, get_settings())
+    swept_after(sid, sent_at=utcnow() - timedelta(hours=2))
     [job] = outbox_of(sid)
     assert job.sends == 1
 
@@ -184,13 +188,7 @@ async def test_a_job_whose_submission_was_graded_meanwhile_is_not_sent_again(
         submission = session.get(Submission, sid)
         assert submission is not None
         submission.status = "passed"
-        session.execute(
-            update(OutboxMessage)
-            .where(OutboxMessage.subject_id == sid, OutboxMessage.job == jobs.Job.GRADE)
-            .values(sent_at=None)
-        )
-    with session_scope() as session:
-        jobs.sweep(session, get_settings())
+    swept_after(sid, sent_at=None)
     [job] = outbox_of(sid)
     assert job.done_at is not None and job.sends == 1
 

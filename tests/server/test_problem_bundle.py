@@ -15,6 +15,7 @@ from grader.problem import BUILTIN_DIR, load_problem
 from server.db import session_scope
 from server.problems import repository
 from tests.server.conftest import Account
+from tests.server.rows import zip_of
 from tests.server.test_problem_lifecycle import record_round
 from tests.server.test_problems_api import upload
 from tests.server.web_client import log_in, make_user
@@ -40,11 +41,7 @@ def organizer_zip(folder: str, *, extra_task_lines: str = "") -> bytes:
         f"pack/{folder}/reference.py": (VECTORADD / "reference.py").read_text(),
         f"pack/{folder}/submission.py": (VECTORADD / "submission.py").read_text(),
     }
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, text in files.items():
-            archive.writestr(name, text)
-    return buffer.getvalue()
+    return zip_of(files)
 
 
 def secret_seed(name: str) -> int:
@@ -120,10 +117,7 @@ async def test_a_kernelbench_problems_bundle_brings_its_module_and_grades_locall
     module = (
         Path(__file__).resolve().parents[1] / "data" / "kernelbench_scaled_linear.py"
     ).read_text()
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("level1/bundled_linear.py", module)
-    created = await upload(client, admin, buffer.getvalue(), "kb.zip")
+    created = await upload(client, admin, zip_of({"level1/bundled_linear.py": module}), "kb.zip")
     assert created.status_code == 201, created.text
     response = await client.get("/api/v1/problems/bundled_linear/bundle", headers=admin.headers)
     assert response.status_code == 200, response.text

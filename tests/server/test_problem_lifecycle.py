@@ -22,6 +22,7 @@ from server.settings import get_settings
 from server.submissions import payloads
 from server.users.service import authenticate
 from tests.server.conftest import Account
+from tests.server.rows import submission_row
 from tests.server.test_audit_log import audit_entries
 from tests.server.test_problems_api import problem_zip, upload
 from tests.server.web_client import HTML, log_in, make_user, post_form
@@ -57,17 +58,14 @@ def ranked(token: str, problem_name: str, score: float) -> int:
         user = authenticate(session, token)
         problem = repository.get_problem(session, problem_name)
         assert problem is not None
-        submission = Submission(
-            user_id=user.id,
-            problem_id=problem.id,
+        submission = submission_row(
+            user.id,
+            problem.id,
             problem_version=problem.version,
-            code=CODE,
-            code_sha256="0" * 64,
             mode="leaderboard",
-            gpu_type="cpu",
+            code=CODE,
             status="passed",
             score=score,
-            flags=[],
             report={"status": "passed", "cases": []},
         )
         session.add(submission)

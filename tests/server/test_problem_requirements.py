@@ -13,6 +13,7 @@ import pytest
 
 from server.problems import validation
 from tests.server.conftest import Account
+from tests.server.rows import zip_of
 from tests.server.test_problem_lifecycle import record_round
 from tests.server.test_problems_api import problem_zip, upload
 
@@ -34,14 +35,6 @@ tests:
     "    pass\n",
     "xent/eval.py": "from reference import generate_inputs, reference_forward\n",
 }
-
-
-def zip_of(entries: dict[str, str]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, text in entries.items():
-            archive.writestr(name, text)
-    return buffer.getvalue()
 
 
 async def test_a_problem_that_depends_on_its_own_evaluator_is_refused_at_upload(

@@ -11,6 +11,7 @@ import pytest
 
 from grader.problem import BUILTIN_DIR
 from tests.server.conftest import Account
+from tests.server.rows import zip_of
 
 pytestmark = pytest.mark.anyio
 
@@ -34,11 +35,7 @@ def problem_zip(
         f"pmpp/{folder}/submission.py": (TASK / "submission.py").read_bytes(),
         **(extra or {}),
     }
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, content in files.items():
-            archive.writestr(name, content)
-    return buffer.getvalue()
+    return zip_of(files)
 
 
 async def upload(
@@ -102,14 +99,6 @@ async def test_only_admins_add_problems(client: httpx.AsyncClient, alice: Accoun
     assert response.status_code == 403 and response.json()["error"] == "forbidden"
     response = await client.post("/api/v1/problems", files={"archive": ("p.zip", problem_zip())})
     assert response.status_code == 401
-
-
-def zip_of(entries: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        for name, content in entries.items():
-            archive.writestr(name, content)
-    return buffer.getvalue()
 
 
 def tar_with_symlink() -> bytes:

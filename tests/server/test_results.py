@@ -42,26 +42,28 @@ def record(sid: int, report: dict[str, object]) -> None:
     recorders.record_report({"submission_id": sid, "worker": "host:1", "report": report})
 
 
-def test_invalid_status_from_a_worker_becomes_error(alice: Account) -> None:
-    sid = new_submission(alice)
-    record(sid, {**REPORT, "status": "awesome"})
+def recorded(account: Account, report: dict[str, object]) -> Submission:
+    """A new submission of `account`'s as stored once the results step recorded `report`."""
+    sid = new_submission(account)
+    record(sid, report)
     with session_scope() as db:
         stored = db.get(Submission, sid)
-        assert stored is not None and stored.status == "error" and stored.score is None
-        assert "invalid report" in stored.message and "status" in stored.message
+        assert stored is not None
+        db.expunge(stored)
+        return stored
+
+
+def test_invalid_status_from_a_worker_becomes_error(alice: Account) -> None:
+    stored = recorded(alice, {**REPORT, "status": "awesome"})
+    assert stored.status == "error" and stored.score is None
+    assert "invalid report" in stored.message and "status" in stored.message
 
 
 def test_a_report_that_is_still_running_is_no_verdict(alice: Account) -> None:
-    sid = new_submission(alice)
-    record(sid, {**REPORT, "status": "running"})
-    with session_scope() as db:
-        stored = db.get(Submission, sid)
-        assert stored is not None and stored.status == "error"
+    stored = recorded(alice, {**REPORT, "status": "running"})
+    assert stored.status == "error"
 
 
 def test_score_only_kept_for_passed(alice: Account) -> None:
-    sid = new_submission(alice)
-    record(sid, {**REPORT, "status": "failed"})
-    with session_scope() as db:
-        stored = db.get(Submission, sid)
-        assert stored is not None and stored.status == "failed" and stored.score is None
+    stored = recorded(alice, {**REPORT, "status": "failed"})
+    assert stored.status == "failed" and stored.score is None

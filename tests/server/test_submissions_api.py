@@ -13,15 +13,9 @@ from server.db import session_scope
 from server.models import Submission
 from server.submissions import service
 from tests.server.conftest import Account, make_account, worker_report
+from tests.server.test_outbox import HONEST, submit
 
 pytestmark = pytest.mark.anyio
-
-HONEST = """
-import torch
-def custom_kernel(data):
-    a, b, out = data
-    return torch.add(a, b, out=out)
-"""
 
 
 def assert_error(response: httpx.Response, status: int, code: str, *words: str) -> None:
@@ -35,11 +29,7 @@ def assert_error(response: httpx.Response, status: int, code: str, *words: str) 
 async def test_json_submission_is_queued_and_readable(
     client: httpx.AsyncClient, alice: Account
 ) -> None:
-    response = await client.post(
-        "/api/v1/submissions",
-        json={"problem": "vectoradd", "code": HONEST, "mode": "leaderboard"},
-        headers=alice.headers,
-    )
+    response = await submit(client, alice, mode="leaderboard")
     assert response.status_code == 202, response.text
     accepted = response.json()
     assert accepted["status"] == "queued"
@@ -62,11 +52,7 @@ async def test_a_graded_submission_says_where_its_time_went(
     client: httpx.AsyncClient, alice: Account
 ) -> None:
     """Its wait in the queue, then the phases its report carries; no queue place once done."""
-    response = await client.post(
-        "/api/v1/submissions",
-        json={"problem": "vectoradd", "code": HONEST, "mode": "test"},
-        headers=alice.headers,
-    )
+    response = await submit(client, alice)
     submission_id = response.json()["id"]
     report = worker_report("passed", phases={"runner_start": 0.01, "load": 0.2, "checks": 0.05})
     with session_scope() as session:

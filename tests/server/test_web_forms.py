@@ -20,6 +20,7 @@ from server.submissions import payloads
 from server.users.repository import get_user_by_name
 from server.web.sessions import SESSION_COOKIE
 from tests.server.conftest import Account
+from tests.server.rows import submission_row
 from tests.server.test_audit_log import audit_entries
 from tests.server.test_problem_lifecycle import CODE, record_round
 from tests.server.test_problems_api import problem_zip, upload
@@ -133,16 +134,13 @@ async def test_every_organizer_form_that_saves_says_so(browser: httpx.AsyncClien
         user = get_user_by_name(session, author)
         problem = repository.get_problem(session, "told")
         assert user is not None and problem is not None
-        submission = Submission(
-            user_id=user.id,
-            problem_id=problem.id,
+        submission = submission_row(
+            user.id,
+            problem.id,
             problem_version=problem.version,
-            code=CODE,
-            code_sha256="0" * 64,
             mode="test",
-            gpu_type="cpu",
+            code=CODE,
             status="passed",
-            flags=[],
         )
         session.add(submission)
         session.flush()
