@@ -31,6 +31,7 @@ from grader.plausibility import label as _label
 from grader.problem import Problem
 from grader.report import (
     PROFILE_FILE,
+    SHORT_CALL_S,
     CaseKind,
     CaseResult,
     Mode,
@@ -247,6 +248,20 @@ def _harness_figures(measured: clock.Measured, floor_s: float, how: str) -> dict
         "batches": len(measured.per_call_s),
         "harness_clock": how,
     }
+
+
+def short_calls(kind: str, medians: list[float]) -> str:
+    """What a GPU score says when at least half of its cases time calls shorter than
+    SHORT_CALL_S (their device time moves by a few percent from one process to the next,
+    where a grading cannot see it); empty where the score ranks as it stands."""
+    short = sum(1 for median in medians if median < SHORT_CALL_S)
+    if kind != "cuda" or not medians or 2 * short < len(medians):
+        return ""
+    return (
+        f"{short} of {len(medians)} cases time calls under {SHORT_CALL_S * 1e6:.0f} µs of "
+        "device time, which moves by a few percent from one process to the next: this score "
+        "cannot rank finer than that"
+    )
 
 
 class _Grading:
@@ -734,3 +749,7 @@ class _Grading:
             f"all {len(self.report.cases)} benchmark cases passed; "
             f"score {self.report.score * 1e6:.3f} µs (geometric mean of medians)"
         )
+        note = short_calls(self.kind, medians)
+        if note:
+            self.report.short_calls = True
+            self.report.message += f"; {note}"

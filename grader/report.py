@@ -40,6 +40,12 @@ class CaseKind(StrEnum):
     BENCHMARK = "benchmark"
 
 
+# On a GPU, a call shorter than this (its device time) is short: the same code's figure
+# moves by a few percent from one process to the next, outside the grader too (an H100: a
+# launch-bound module's score CV 2.7-3.3% over ten gradings, 0.3-0.4% between placements
+# of its tensors within one process; docs/benchmarks.md).
+SHORT_CALL_S = 50e-6
+
 # The name of profile mode's Nsight Compute report among a report's files.
 PROFILE_FILE = "profile.ncu-rep"
 
@@ -273,6 +279,10 @@ class Report:
     # The device's measured copy bandwidth and matrix rate the floors were computed from.
     device_peaks: DevicePeaks | None = None
     score: float | None = None
+    # A GPU score most of whose cases time calls shorter than SHORT_CALL_S: such a call's
+    # device time moves by a few percent from one process to the next, so the score cannot
+    # rank finer than that (the message says so; leaderboards mark it).
+    short_calls: bool = False
     message: str = ""
     flags: list[str] = field(default_factory=list)
     cases: list[CaseResult] = field(default_factory=list)

@@ -20,6 +20,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
     func,
 )
 from sqlalchemy.engine import Dialect
@@ -222,6 +223,8 @@ class Submission(Base):
     score: Mapped[float | None] = mapped_column(Float, default=None)
     # Geometric mean of the benchmark cases' speed-of-light fractions, kept when recorded.
     sol_fraction: Mapped[float | None] = mapped_column(Float, default=None)
+    # Its report's short_calls: a GPU score too short to rank finer than a few percent.
+    short_calls: Mapped[bool] = mapped_column(Boolean, server_default=false())
     message: Mapped[str] = mapped_column(NulFreeText, default="")
     flags: Mapped[list[str]] = mapped_column(JSON, default=list)
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
@@ -357,6 +360,7 @@ class LeaderboardEntry(Base):
     )
     score: Mapped[float] = mapped_column(Float)
     sol_fraction: Mapped[float | None] = mapped_column(Float, default=None)
+    short_calls: Mapped[bool] = mapped_column(Boolean, server_default=false())
     submitted_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 

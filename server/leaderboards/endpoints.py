@@ -156,6 +156,7 @@ def entry_body(entry: Entry) -> LeaderboardEntry:
         user=entry.user,
         score=entry.score,
         sol_fraction=entry.sol_fraction,
+        short_calls=entry.short_calls,
         submission_id=entry.submission_id,
         submitted_at=entry.submitted_at,
         problem_version=entry.problem_version,

@@ -77,16 +77,17 @@ def ranked_conditions(
 
 def board_rows(
     session: Session, problem_id: int, gpu_type: str, versions: Versions
-) -> Sequence[Row[int, str, float, float | None, int, datetime, int]]:
+) -> Sequence[Row[int, str, float, float | None, bool, int, datetime, int]]:
     """Entries of unbanned users on the versions ranked, best first (ties to the earlier
-    submission): (user id, user name, score, sol fraction, submission id, submitted at,
-    version). A user appears once per version."""
+    submission): (user id, user name, score, sol fraction, short calls, submission id,
+    submitted at, version). A user appears once per version."""
     return session.execute(
         select(
             LeaderboardEntry.user_id,
             User.name,
             LeaderboardEntry.score,
             LeaderboardEntry.sol_fraction,
+            LeaderboardEntry.short_calls,
             LeaderboardEntry.submission_id,
             LeaderboardEntry.submitted_at,
             LeaderboardEntry.problem_version,
@@ -359,6 +360,7 @@ def insert_entries(session: Session, problem_id: int | None) -> None:
             Submission.id,
             Submission.score,
             Submission.sol_fraction,
+            Submission.short_calls,
             Submission.created_at,
             func.row_number()
             .over(
@@ -380,6 +382,7 @@ def insert_entries(session: Session, problem_id: int | None) -> None:
                 "submission_id",
                 "score",
                 "sol_fraction",
+                "short_calls",
                 "submitted_at",
             ],
             select(
@@ -390,6 +393,7 @@ def insert_entries(session: Session, problem_id: int | None) -> None:
                 best.c.id,
                 best.c.score,
                 best.c.sol_fraction,
+                best.c.short_calls,
                 best.c.created_at,
             ).where(best.c.place == 1),
         )

@@ -16,6 +16,11 @@ class LeaderboardEntry(BaseModel):
         description="geometric mean of the benchmark cases' speed-of-light fractions, "
         "where the problem states its roofline",
     )
+    short_calls: bool = Field(
+        default=False,
+        description="most of the score's cases time GPU calls under 50 µs, whose time moves "
+        "by a few percent from one process to the next: the score cannot rank finer than that",
+    )
     submission_id: int
     submitted_at: datetime
     problem_version: int = Field(description="the problem's version the submission was graded on")

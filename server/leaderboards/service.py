@@ -39,6 +39,7 @@ class Entry:
     user: str
     score: float
     sol_fraction: float | None
+    short_calls: bool
     submission_id: int
     submitted_at: datetime
     problem_version: int
@@ -184,6 +185,7 @@ def standings(
             name,
             score,
             fraction,
+            short_calls,
             sid,
             submitted_at,
             problem_version,
@@ -197,6 +199,7 @@ def standings(
                     user=name,
                     score=score,
                     sol_fraction=fraction,
+                    short_calls=short_calls,
                     submission_id=sid,
                     submitted_at=submitted_at,
                     problem_version=problem_version,

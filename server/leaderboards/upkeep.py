@@ -146,6 +146,7 @@ def fill_entry(entry: LeaderboardEntry, submission: Submission) -> bool:
         "submission_id": submission.id,
         "score": submission.score,
         "sol_fraction": submission.sol_fraction,
+        "short_calls": submission.short_calls,
         "submitted_at": submission.created_at,
     }
     changed = False

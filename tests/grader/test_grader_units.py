@@ -17,6 +17,7 @@ from grader import profiling, timing
 from grader.check import first_mismatches, normalise_verdict
 from grader.device import detect_device, device_type_from_name
 from grader.expected import import_reference
+from grader.harness import short_calls
 from grader.inputs import case_seed, seeded_case, written_paths
 from grader.problem import Problem
 from grader.protocol import ChannelClosed, ChannelError, ChannelTimeout, recv_message, send_message
@@ -517,3 +518,13 @@ def test_a_windows_cost_follows_every_calibrated_point() -> None:
     assert overheads.window_call_s(331e-6) == pytest.approx(40e-6)
     assert overheads.window_call_s(300e-6) == pytest.approx(10e-6)
     assert overheads.window_call_s(1291e-6) == pytest.approx(1000e-6)
+
+
+def test_a_gpu_score_of_mostly_short_calls_says_it_cannot_rank_finely() -> None:
+    """At least half the cases under SHORT_CALL_S on a GPU: the score says so, with how
+    many; fewer, or on the CPU (whose spread the batches' bounds speak for): nothing."""
+    assert "2 of 4 cases time calls under 50 µs" in short_calls("cuda", [5e-6, 9e-6, 1e-4, 2e-4])
+    assert "cannot rank finer" in short_calls("cuda", [2e-5])
+    assert short_calls("cuda", [5e-6, 1e-4, 2e-4]) == ""
+    assert short_calls("cpu", [5e-6, 9e-6]) == ""
+    assert short_calls("cuda", []) == ""

@@ -201,6 +201,25 @@ async def test_the_pages_show_the_board_your_rank_and_the_chart(
     assert f'href="/users/{competitors[1][0]}">{competitors[1][0]}</a>' in home.text
 
 
+async def test_a_score_too_short_to_rank_finely_is_marked(
+    client: httpx.AsyncClient, browser: httpx.AsyncClient
+) -> None:
+    """A score whose report says its calls are too short to rank finer than a few percent
+    (short_calls) is marked in the API and on the page, with what the mark means; the
+    others are not."""
+    new_problem("short")
+    (fine, _), (short, _) = make_user("lb"), make_user("lb")
+    ranked(fine, "short", 1e-3, 0)
+    marked = ranked(short, "short", 2e-5, 1, short_calls=True)
+    entries = (await client.get("/api/v1/leaderboards/short")).json()["entries"]
+    assert [(e["user"], e["short_calls"]) for e in entries] == [(short, True), (fine, False)]
+    board = (await browser.get("/leaderboards/short", headers=HTML)).text
+    assert board.count('class="short-calls"') == 1
+    row = board[board.index(f"/submissions/{marked}") :]
+    assert row.index('class="short-calls"') < row.index("</tr>")
+    assert "cannot rank finer than that" in board
+
+
 async def test_another_process_s_change_shows_within_a_second(
     client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from sqlalchemy import select
+
 from server.db import session_scope
-from server.models import Submission
+from server.models import LeaderboardEntry, Submission
 from server.submissions import reports, service
 from server.worker import recorders
 from tests.server.conftest import PASSED_REPORT as REPORT
@@ -67,3 +69,19 @@ def test_a_report_that_is_still_running_is_no_verdict(alice: Account) -> None:
 def test_score_only_kept_for_passed(alice: Account) -> None:
     stored = recorded(alice, {**REPORT, "status": "failed"})
     assert stored.status == "failed" and stored.score is None
+
+
+def test_a_short_calls_score_is_marked_on_the_board(alice: Account) -> None:
+    """A GPU report whose score cannot rank finer than a few percent (grader/report.py's
+    short_calls) is kept so, and its leaderboard entry carries the mark; a failed one
+    never does."""
+    short = {**REPORT, "device": "cuda", "short_calls": True}
+    stored = recorded(alice, short)
+    assert stored.status == "passed" and stored.short_calls
+    with session_scope() as db:
+        entry = db.scalar(
+            select(LeaderboardEntry).where(LeaderboardEntry.user_id == stored.user_id)
+        )
+        assert entry is not None and entry.submission_id == stored.id and entry.short_calls
+    assert not recorded(alice, {**short, "status": "failed"}).short_calls
+    assert not recorded(alice, REPORT).short_calls
