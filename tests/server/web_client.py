@@ -44,3 +44,10 @@ async def log_in(client: httpx.AsyncClient, name: str, password: str = PASSWORD)
     return await post_form(
         client, "/login", {"name": name, "password": password}, from_page="/login"
     )
+
+
+async def sign_in(client: httpx.AsyncClient, prefix: str = "web", *, admin: bool = False) -> str:
+    """A new user with a password, logged in on `client`; returns the user's name."""
+    name, _ = make_user(prefix, admin=admin)
+    assert (await log_in(client, name)).status_code == 303
+    return name
