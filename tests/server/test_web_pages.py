@@ -19,7 +19,15 @@ from server.problems.service import upsert_problem
 from server.submissions.service import TERMINAL
 from server.users.repository import get_user_by_name
 from server.users.service import authenticate
-from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form, sign_in
+from tests.server.web_client import (
+    HTML,
+    csrf_from,
+    log_in,
+    make_user,
+    post_form,
+    sign_in,
+    submit_form,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -266,11 +274,8 @@ async def test_leaderboard_mode_closes_at_the_deadline(
     )
     assert tested.status_code == 202
     await log_in(browser, name)
-    form = await post_form(
-        browser,
-        "/submit",
-        {"problem": "closed", "mode": "leaderboard", "code": CODE.format(3)},
-        from_page="/submit",
+    form = await submit_form(
+        browser, {"problem": "closed", "mode": "leaderboard", "code": CODE.format(3)}
     )
     assert form.status_code == 422
     assert 'id="mode-error"' in form.text and "closed" in form.text
@@ -280,29 +285,18 @@ async def test_submit_form_shows_each_error_next_to_its_field(
     browser: httpx.AsyncClient,
 ) -> None:
     await sign_in(browser)
-    bad = await post_form(
-        browser,
-        "/submit",
-        {"problem": "no-such-problem", "mode": "fast", "code": ""},
-        from_page="/submit",
-    )
+    bad = await submit_form(browser, {"problem": "no-such-problem", "mode": "fast", "code": ""})
     assert bad.status_code == 422
     for field in ("problem", "mode", "code"):
         assert f'id="{field}-error"' in bad.text, field
-    gpu = await post_form(
-        browser,
-        "/submit",
-        {"problem": "vectoradd", "mode": "test", "gpu": "tpu", "code": CODE.format(4)},
-        from_page="/submit",
+    gpu = await submit_form(
+        browser, {"problem": "vectoradd", "mode": "test", "gpu": "tpu", "code": CODE.format(4)}
     )
     assert 'id="gpu-error"' in gpu.text and "unknown GPU type" in gpu.text
     # The pasted code stays in the form.
     assert "marker-4" in gpu.text
-    good = await post_form(
-        browser,
-        "/submit",
-        {"problem": "vectoradd", "mode": "test", "code": CODE.format(5)},
-        from_page="/submit",
+    good = await submit_form(
+        browser, {"problem": "vectoradd", "mode": "test", "code": CODE.format(5)}
     )
     assert good.status_code == 303
     page = await browser.get(good.headers["location"], headers=HTML)

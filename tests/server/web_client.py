@@ -31,6 +31,11 @@ async def post_form(
     return await client.post(path, data={**data, "csrf_token": token}, headers=HTML)
 
 
+async def submit_form(client: httpx.AsyncClient, fields: dict[str, str]) -> httpx.Response:
+    """The submit page's form, sent with these fields."""
+    return await post_form(client, "/submit", fields, from_page="/submit")
+
+
 def make_user(prefix: str = "web", *, admin: bool = False) -> tuple[str, str]:
     """A user with a password; returns (name, API token)."""
     name = f"{prefix}{next(_names)}"
