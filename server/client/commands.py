@@ -16,6 +16,7 @@ from typing import Annotated, Any, TypeVar
 from urllib.parse import urlsplit
 
 import typer
+from rich.console import Console
 from rich.text import Text
 
 from grader.report import PROFILE_FILE, Mode
@@ -45,11 +46,22 @@ ProfileOutOption = Annotated[
 ]
 
 Command = TypeVar("Command", bound=Callable[..., None])
+Document = TypeVar("Document")
 
 
 def print_json(document: Any) -> None:
     sys.stdout.write(json.dumps(document) + "\n")
     sys.stdout.flush()
+
+
+def print_or_show(
+    document: Document, as_json: bool, shown: Callable[[Console, Document], None]
+) -> None:
+    """The server's document as it came with --json; otherwise drawn for a person by `shown`."""
+    if as_json:
+        print_json(document)
+    else:
+        shown(show.console(), document)
 
 
 def talks_to_server(command: Command) -> Command:
@@ -126,10 +138,7 @@ def problems(as_json: JsonOption = False) -> None:
     """The problems you can submit to."""
     with api(config.load()) as server:
         listed = server.problems()
-    if as_json:
-        print_json(listed)
-    else:
-        show.problems(show.console(), listed)
+    print_or_show(listed, as_json, show.problems)
 
 
 @talks_to_server
@@ -357,10 +366,7 @@ def leaderboard(
     """A problem's leaderboard: each competitor's best leaderboard-mode score."""
     with api(config.load()) as server:
         board = server.leaderboard(problem, gpu, limit)
-    if as_json:
-        print_json(board)
-    else:
-        show.leaderboard(show.console(), board)
+    print_or_show(board, as_json, show.leaderboard)
 
 
 @talks_to_server
@@ -374,10 +380,9 @@ def submissions(
     """Your own submissions, newest first."""
     with api(config.load()) as server:
         listed = server.submissions(problem, limit)
-    if as_json:
-        print_json(listed)
-    else:
-        show.submissions(show.console(), listed.get("submissions") or [])
+    print_or_show(
+        listed, as_json, lambda out, page: show.submissions(out, page.get("submissions") or [])
+    )
 
 
 COMMANDS: tuple[Callable[..., None], ...] = (

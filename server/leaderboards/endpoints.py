@@ -151,16 +151,8 @@ def rendered(
 
 
 def entry_body(entry: Entry) -> LeaderboardEntry:
-    return LeaderboardEntry(
-        rank=entry.rank,
-        user=entry.user,
-        score=entry.score,
-        sol_fraction=entry.sol_fraction,
-        short_calls=entry.short_calls,
-        submission_id=entry.submission_id,
-        submitted_at=entry.submitted_at,
-        problem_version=entry.problem_version,
-    )
+    """The entry as the API shows it: the schema's fields, read off the entry by name."""
+    return LeaderboardEntry.model_validate(entry, from_attributes=True)
 
 
 def etag(standings: Standings, limit: int, offset: int, you: Entry | None) -> str:

@@ -28,6 +28,12 @@ def small(with_cases: Callable[..., Problem], vectoradd: Problem) -> Problem:
     return with_cases(vectoradd, benchmarks=[{"size": 96, "seed": 3}], budget_s=0.3)
 
 
+@pytest.fixture
+def small_vectoradd(with_cases: Callable[..., Problem], vectoradd: Problem) -> Problem:
+    """vectoradd with one small benchmark case and a short timing budget."""
+    return small(with_cases, vectoradd)
+
+
 def test_a_call_that_writes_nothing_fails(vectoradd: Problem) -> None:
     """The output buffer is poisoned before the call: whatever the memory held, an
     untouched `out` is NaN and fails."""
@@ -37,21 +43,21 @@ def test_a_call_that_writes_nothing_fails(vectoradd: Problem) -> None:
 
 
 def test_skipping_work_after_the_checked_call_fails_in_benchmark_mode(
-    vectoradd: Problem, with_cases: Callable[..., Problem]
+    small_vectoradd: Problem,
 ) -> None:
     lazy = ADD.replace(
         "def custom_kernel(data):",
         "calls = 0\ndef custom_kernel(data):\n    global calls\n    calls += 1\n"
         "    if calls > 1:\n        return data[2]",
     )
-    report = grade(small(with_cases, vectoradd), lazy, mode="benchmark")
+    report = grade(small_vectoradd, lazy, mode="benchmark")
     assert report.status == "failed"
     assert "output of the last timed call" in report.message
     assert report.score is None
 
 
 def test_skipping_work_on_repeated_inputs_fails_in_leaderboard_mode(
-    vectoradd: Problem, with_cases: Callable[..., Problem]
+    small_vectoradd: Problem,
 ) -> None:
     """A cache replaying the first result: every timed call gets fresh inputs and its own
     output checked, so the replay is wrong."""
@@ -63,10 +69,10 @@ def test_skipping_work_on_repeated_inputs_fails_in_leaderboard_mode(
     )
     # Benchmark mode's runner times one public input set over and over, but the ranked time
     # (the grader's own clock) runs on fresh sets and checks them, so the replay is caught.
-    benchmark = grade(small(with_cases, vectoradd), replay, mode="benchmark")
+    benchmark = grade(small_vectoradd, replay, mode="benchmark")
     assert benchmark.status == "failed"
     assert "fresh inputs the grader timed on its own clock" in benchmark.message
-    report = grade(small(with_cases, vectoradd), replay, mode="leaderboard", secret_seed=7)
+    report = grade(small_vectoradd, replay, mode="leaderboard", secret_seed=7)
     assert report.status == "failed"
     assert "timed call" in report.message
 
@@ -86,16 +92,15 @@ def test_right_on_test_sizes_wrong_on_benchmark_sizes_fails(
 
 
 def test_a_time_under_the_physical_floor_is_rejected(
-    vectoradd: Problem, with_cases: Callable[..., Problem]
+    small_vectoradd: Problem,
 ) -> None:
     """With peaks so low that no real call could beat the floor, an honest kernel's time is
     'impossible', which proves the rule is applied (on GPUs it is on by default)."""
     slow_machine = DevicePeaks(copy_bytes_per_s=1e3, matmul_flops_per_s=1e3, matmul_dtype="x")
-    problem = small(with_cases, vectoradd)
-    report = grade(problem, ADD, mode="benchmark", peaks=slow_machine, enforce_floor=True)
+    report = grade(small_vectoradd, ADD, mode="benchmark", peaks=slow_machine, enforce_floor=True)
     assert report.status == "rejected"
     assert "physical floor" in report.message
-    honest = grade(problem, ADD, mode="benchmark", peaks=slow_machine)  # CPU: not enforced
+    honest = grade(small_vectoradd, ADD, mode="benchmark", peaks=slow_machine)  # CPU: not enforced
     assert honest.status == "passed"
     assert honest.cases[0].roofline is not None
     assert honest.cases[0].roofline.sol_fraction > 1
@@ -152,19 +157,18 @@ grader.timing.Timer.one_call = _claim
 
 
 def test_times_below_what_the_graders_clock_allows_rank_at_its_bound(
-    vectoradd: Problem, with_cases: Callable[..., Problem]
+    small_vectoradd: Problem,
 ) -> None:
     """A runner claiming a microsecond, or a tenth of its real time, for calls that take
     2 ms: on the CPU the grader's own clock over batches ranks, the claims count no less
     than 95% of its figure, flagged (they are under a fifth of it), with the claim kept as
     the runner's."""
-    problem = small(with_cases, vectoradd)
-    screened = grade(problem, _claiming("1e-6"), mode="benchmark")
+    screened = grade(small_vectoradd, _claiming("1e-6"), mode="benchmark")
     assert screened.status == "rejected" and "grader" in screened.message
     # Behind the screening (which code built from strings would slip past), the clock:
     for mode, claim in (("benchmark", "1e-6"), ("benchmark", "seconds * 0.1"),
                         ("leaderboard", "1e-6")):  # fmt: skip
-        report = grade(problem, _claiming(claim), mode=mode, screen=False)
+        report = grade(small_vectoradd, _claiming(claim), mode=mode, screen=False)
         assert report.status == "passed", report.message
         assert report.score is not None and report.score >= 0.002 * 0.95
         assert any("under what the grader's clock allows" in flag for flag in report.flags)
@@ -177,11 +181,11 @@ def test_times_below_what_the_graders_clock_allows_rank_at_its_bound(
 
 
 def test_honest_times_rank_by_the_graders_clock_unflagged(
-    vectoradd: Problem, with_cases: Callable[..., Problem]
+    small_vectoradd: Problem,
 ) -> None:
     """On the CPU the harness's batches rank: an honest runner's median stands where it is
     within 5% of their figure, and otherwise counts as the nearer bound, with no flag."""
-    report = grade(small(with_cases, vectoradd), ADD, mode="leaderboard")
+    report = grade(small_vectoradd, ADD, mode="leaderboard")
     assert report.status == "passed" and not report.flags
     for case in report.cases:
         assert case.time is not None

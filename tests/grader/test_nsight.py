@@ -138,26 +138,29 @@ def fake_ncu(root: Path, *, log: str = "==PROF== Connected\n", writes_report: bo
     return str(ncu)
 
 
+ProfileUnder = Callable[..., Report]
+
+
 @pytest.fixture
-def profiled_with(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], None]:
-    """Profile gradings on this CPU go to the given ncu, as a GPU worker's would."""
+def profile_under(
+    monkeypatch: pytest.MonkeyPatch, quick_vectoradd: Problem, solution: Callable[[str, str], str]
+) -> ProfileUnder:
+    """Grades vectoradd's pytorch solution, and any code added after it, in profile mode on
+    this CPU with the given ncu, as a GPU worker's grading would."""
     monkeypatch.setattr(harness, "_ncu_refused", [])
 
-    def use(ncu: str) -> None:
+    def grade(ncu: str, added: str = "") -> Report:
         monkeypatch.setattr(harness, "_profiler", lambda mode, kind: (ncu, ""))
+        code = solution("vectoradd", "pytorch") + added
+        return harness.grade(quick_vectoradd, code, mode="profile", device="cpu")
 
-    return use
+    return grade
 
 
 def test_a_profile_under_nsight_compute_names_each_kernel_and_hands_over_the_report(
-    tmp_path: Path,
-    quick_vectoradd: Problem,
-    solution: Callable[[str, str], str],
-    profiled_with: Callable[[str], None],
+    tmp_path: Path, profile_under: ProfileUnder
 ) -> None:
-    profiled_with(fake_ncu(tmp_path))
-    code = solution("vectoradd", "pytorch") + "\nprint('hello from the submission')\n"
-    report = grade_profile(quick_vectoradd, code)
+    report = profile_under(fake_ncu(tmp_path), "\nprint('hello from the submission')\n")
     assert report.status == "passed", report.message + report.stderr
     assert "nsight-compute" in report.message and "never ranks" in report.message
     first, second = (case.profile for case in report.cases)
@@ -177,14 +180,10 @@ def test_a_profile_under_nsight_compute_names_each_kernel_and_hands_over_the_rep
 
 
 def test_where_the_counters_are_for_administrators_the_profile_is_torch_profilers_saying_so(
-    tmp_path: Path,
-    quick_vectoradd: Problem,
-    solution: Callable[[str, str], str],
-    profiled_with: Callable[[str], None],
+    tmp_path: Path, profile_under: ProfileUnder
 ) -> None:
     refused = "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access\n"
-    profiled_with(fake_ncu(tmp_path, log=refused, writes_report=False))
-    report = grade_profile(quick_vectoradd, solution("vectoradd", "pytorch"))
+    report = profile_under(fake_ncu(tmp_path, log=refused, writes_report=False))
     assert report.status == "passed", report.message + report.stderr
     for case in report.cases:
         assert case.profile is not None and case.profile.tool == "torch.profiler"
@@ -196,10 +195,7 @@ def test_where_the_counters_are_for_administrators_the_profile_is_torch_profiler
 
 
 def test_a_submission_that_breaks_under_nsight_compute_still_gets_a_profile(
-    tmp_path: Path,
-    quick_vectoradd: Problem,
-    solution: Callable[[str, str], str],
-    profiled_with: Callable[[str], None],
+    tmp_path: Path, profile_under: ProfileUnder
 ) -> None:
     """A stand-in whose target cannot start (a broken ncu install, say): the grading runs
     again with torch.profiler and says what ended the first run."""
@@ -207,13 +203,8 @@ def test_a_submission_that_breaks_under_nsight_compute_still_gets_a_profile(
     broken.parent.mkdir(parents=True)
     broken.write_text(f"#!{sys.executable}\nimport sys\nsys.exit(3)\n")
     broken.chmod(0o755)
-    profiled_with(str(broken))
-    report = grade_profile(quick_vectoradd, solution("vectoradd", "pytorch"))
+    report = profile_under(str(broken))
     assert report.status == "passed", report.message + report.stderr
     why = report.cases[0].profile.why_not_ncu if report.cases[0].profile else ""
     assert why is not None
     assert why.startswith("Nsight Compute's run of this submission ended without a profile")
-
-
-def grade_profile(problem: Problem, code: str) -> Report:
-    return harness.grade(problem, code, mode="profile", device="cpu")

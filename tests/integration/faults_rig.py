@@ -123,28 +123,24 @@ class Fault:
     held_after: frozenset[str] = frozenset()
 
 
+@dataclass(eq=False)
 class Install:
     """The running install: its servers, its processes' logs under ``logs``, the API's
     address, a user's token and a way into the database for the tally."""
 
-    def __init__(
-        self,
-        logs: Path,
-        postgres: PostgresCluster,
-        redis: RedisServer,
-        env: dict[str, str],
-        stack: ExitStack,
-    ) -> None:
-        self.logs = logs
-        self.postgres = postgres
-        self.redis = redis
-        self.env = env
-        self.stack = stack
-        self.token = ""
-        self.apis: list[Api] = []
-        self.workers: list[Worker] = []
-        self.started_workers = 0
-        self.database_url = env["KJ_DATABASE_URL"]
+    logs: Path
+    postgres: PostgresCluster
+    redis: RedisServer
+    env: dict[str, str]
+    stack: ExitStack
+    token: str = field(default="", init=False)
+    apis: list[Api] = field(default_factory=list, init=False)
+    workers: list[Worker] = field(default_factory=list, init=False)
+    started_workers: int = field(default=0, init=False)
+    database_url: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.database_url = self.env["KJ_DATABASE_URL"]
 
     def start_worker(self) -> Worker:
         self.started_workers += 1

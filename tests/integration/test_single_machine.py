@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -22,6 +23,7 @@ from tests.integration.processes import (
     submit,
     wait_for,
 )
+from tests.proc import processes
 
 pytestmark = pytest.mark.integration
 
@@ -113,19 +115,22 @@ def test_a_hung_kernel_delays_another_users_test_by_its_short_limit_at_most(
         assert second["status"] in ("queued", "running")  # Bob went before it
 
 
+@contextlib.contextmanager
+def serving_after_one_grading(tmp_path: Path) -> Iterator[Path]:
+    """`kerneljudge serve` once it has graded one submission, so that its worker has started
+    a sandboxed runner; yields serve's log."""
+    env = service_env(tmp_path / "var")
+    token = add_user(env, "stopper")
+    log = tmp_path / "serve.log"
+    with serving(env, log) as base:
+        sid = submit(base, token, "vectoradd", (SOLUTIONS / "pytorch.py").read_text(), "test")
+        wait_for(base, token, sid, TERMINAL, 120, log)
+        yield log
+
+
 def processes_in_group(group: int) -> list[str]:
     """The command lines of the processes still in process group `group`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) == group and fields[0] != "Z":
-                found.append((entry / "cmdline").read_text().replace("\0", " ").strip())
-        except (OSError, IndexError, ValueError):
-            continue
-    return found
+    return [p.cmdline for p in processes() if p.group == group and p.state != "Z"]
 
 
 def serve_process() -> int:
@@ -142,25 +147,16 @@ def serve_process() -> int:
 def descendants(pid: int) -> dict[int, str]:
     """Every living process under `pid` (sandboxed runners in sessions of their own included),
     by pid, with its command line."""
-    parents: dict[int, int] = {}
-    lines: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if fields[0] != "Z":
-                parents[int(entry.name)] = int(fields[1])
-                lines[int(entry.name)] = (entry / "cmdline").read_text().replace("\0", " ")
-        except (OSError, IndexError, ValueError):
-            continue
+    living = [p for p in processes() if p.state != "Z"]
+    parents = {p.pid: p.parent for p in living}
+    lines = {p.pid: p.cmdline for p in living}
     found: dict[int, str] = {}
     frontier = [pid]
     while frontier:
         parent = frontier.pop()
         for child, its_parent in parents.items():
             if its_parent == parent and child not in found:
-                found[child] = lines[child].strip()
+                found[child] = lines[child]
                 frontier.append(child)
     return found
 
@@ -177,12 +173,7 @@ def test_serve_exits_only_once_its_runners_are_gone(tmp_path: Path) -> None:
     """SIGTERM to serve alone (what `kill` sends, and what a script stopping it sends) ends it
     only after its workers and their waiting sandboxed runners have ended: once serve has
     exited, nothing it started holds the device."""
-    env = service_env(tmp_path / "var")
-    token = add_user(env, "stopper")
-    log = tmp_path / "serve.log"
-    with serving(env, log) as base:
-        sid = submit(base, token, "vectoradd", (SOLUTIONS / "pytorch.py").read_text(), "test")
-        wait_for(base, token, sid, TERMINAL, 120, log)
+    with serving_after_one_grading(tmp_path) as log:
         serve_pid = serve_process()
         deadline = time.monotonic() + 30
         started = descendants(serve_pid)
@@ -206,12 +197,7 @@ def test_stopping_serve_leaves_no_process_behind(tmp_path: Path) -> None:
     """SIGTERM to the whole install (what a service manager sends to its processes, the
     workers' own pool processes included) ends every one of them: a worker whose pool
     process died first used to hang in its shutdown for good."""
-    env = service_env(tmp_path / "var")
-    token = add_user(env, "stopper")
-    log = tmp_path / "serve.log"
-    with serving(env, log) as base:
-        sid = submit(base, token, "vectoradd", (SOLUTIONS / "pytorch.py").read_text(), "test")
-        wait_for(base, token, sid, TERMINAL, 120, log)
+    with serving_after_one_grading(tmp_path) as log:
         group = serve_process()
         os.killpg(group, signal.SIGTERM)
         deadline = time.monotonic() + 45

@@ -15,6 +15,7 @@ import pytest
 import sandbox
 from sandbox.bwrap import SYSTEM_PATHS
 from sandbox.seccomp import DENIED_X86_64
+from tests.proc import processes
 
 PY = sys.executable
 PYTHON_PATHS = tuple(sorted({sys.prefix, sys.base_prefix}))
@@ -44,17 +45,7 @@ def _python(
 
 
 def _processes_with(marker: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline and int(entry.name) != os.getpid():
-            found.append(int(entry.name))
-    return found
+    return [p.pid for p in processes() if marker in p.cmdline and p.pid != os.getpid()]
 
 
 def test_runs_as_an_unprivileged_user_with_no_capabilities(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from server.users.repository import get_user_by_name
 from tests.server.conftest import Account
 from tests.server.test_problems_api import problem_zip, upload
 from tests.server.test_web_pages import graded, new_problem
-from tests.server.web_client import HTML, log_in, make_user, post_form
+from tests.server.web_client import HTML, log_in, make_user, post_form, sign_in
 
 pytestmark = pytest.mark.anyio
 
@@ -181,6 +181,5 @@ async def test_only_admins_read_the_log(
     assert (await client.get("/api/v1/admin/audit")).status_code == 401
     forbidden = await client.get("/api/v1/admin/audit", headers=alice.headers)
     assert forbidden.status_code == 403 and forbidden.json()["error"] == "forbidden"
-    name, _ = make_user()
-    await log_in(browser, name)
+    await sign_in(browser)
     assert (await browser.get("/admin/audit", headers=HTML)).status_code == 403

@@ -16,7 +16,7 @@ from server.models import Submission
 from tests.server.conftest import Account
 from tests.server.rows import submission_row
 from tests.server.test_web_pages import graded, new_problem
-from tests.server.web_client import HTML, log_in, make_user
+from tests.server.web_client import HTML, make_user, sign_in
 
 pytestmark = pytest.mark.anyio
 
@@ -187,8 +187,7 @@ async def test_admin_problems_page_links_the_exports(browser: httpx.AsyncClient)
     new_problem("exportlinks")
     _, token = make_user()
     graded(token, "exportlinks", "linked")
-    admin, _ = make_user("boss", admin=True)
-    await log_in(browser, admin)
+    await sign_in(browser, "boss", admin=True)
     page = await browser.get("/admin/problems", headers=HTML)
     for filename in ("leaderboard.csv", "leaderboard.parquet", "submissions.csv"):
         assert f'href="/admin/problems/exportlinks/export/{filename}"' in page.text

@@ -16,7 +16,7 @@ from aiosmtpd.controller import Controller
 
 from server.settings import get_settings
 from tests.integration.processes import free_port
-from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form
+from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form, sign_in
 
 pytestmark = pytest.mark.anyio
 
@@ -58,8 +58,7 @@ async def ask(client: httpx.AsyncClient, name: str) -> httpx.Response:
 async def test_a_link_is_mailed_to_the_address_the_user_kept(
     client: httpx.AsyncClient, browser: httpx.AsyncClient, inbox: Inbox
 ) -> None:
-    name, _ = make_user("mailed")
-    await log_in(browser, name)
+    name = await sign_in(browser, "mailed")
     page = f"/users/{name}"
     bad = await post_form(browser, "/account/email", {"email": "not an address"}, from_page=page)
     assert bad.status_code == 422 and "is not an email address" in bad.text

@@ -17,12 +17,19 @@ from sqlalchemy import select, update
 from server.app import create_app
 from server.db import session_scope
 from server.models import AuditEntry, PasswordReset, utcnow
-from tests.server.web_client import HTML, PASSWORD, csrf_from, log_in, make_user, post_form
+from tests.server.web_client import HTML, PASSWORD, csrf_from, log_in, make_user, post_form, sign_in
 
 pytestmark = pytest.mark.anyio
 
 NEW_PASSWORD = "a much longer passphrase"
 LINK = re.compile(r'<code id="reset-link" class="token">(http://test/reset/[\w-]+)</code>')
+
+
+@pytest.fixture
+async def organizer(browser: httpx.AsyncClient) -> httpx.AsyncClient:
+    """A browser signed in as an organizer, who makes the links."""
+    await sign_in(browser, "organizer", admin=True)
+    return browser
 
 
 async def make_link(organizer: httpx.AsyncClient, user_id: int) -> str:
@@ -58,12 +65,10 @@ async def set_password(
 
 
 async def test_an_organizers_link_sets_a_new_password_once_and_signs_the_user_out(
-    client: httpx.AsyncClient, browser: httpx.AsyncClient
+    client: httpx.AsyncClient, organizer: httpx.AsyncClient
 ) -> None:
-    organizer_name, _ = make_user("organizer", admin=True)
     name, _ = make_user("forgetful")
-    await log_in(browser, organizer_name)
-    path = await make_link(browser, user_id_of(name))
+    path = await make_link(organizer, user_id_of(name))
 
     # Somewhere the user is still signed in (a browser left open elsewhere).
     transport = httpx.ASGITransport(app=create_app())  # browsers with cookie jars of their own
@@ -106,13 +111,11 @@ async def test_an_organizers_link_sets_a_new_password_once_and_signs_the_user_ou
 
 
 async def test_only_the_newest_link_works_and_only_for_a_day(
-    client: httpx.AsyncClient, browser: httpx.AsyncClient
+    client: httpx.AsyncClient, organizer: httpx.AsyncClient
 ) -> None:
-    organizer_name, _ = make_user("organizer", admin=True)
     name, _ = make_user("twice")
-    await log_in(browser, organizer_name)
-    first = await make_link(browser, user_id_of(name))
-    second = await make_link(browser, user_id_of(name))
+    first = await make_link(organizer, user_id_of(name))
+    second = await make_link(organizer, user_id_of(name))
     assert (await client.get(first, headers=HTML)).status_code == 410
     assert (await client.get(second, headers=HTML)).status_code == 200
     with session_scope() as session:

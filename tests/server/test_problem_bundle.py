@@ -18,7 +18,7 @@ from tests.server.conftest import Account
 from tests.server.rows import zip_of
 from tests.server.test_problem_lifecycle import record_round
 from tests.server.test_problems_api import upload
-from tests.server.web_client import log_in, make_user
+from tests.server.web_client import sign_in
 
 pytestmark = pytest.mark.anyio
 
@@ -153,8 +153,7 @@ async def test_an_organizer_downloads_a_hidden_problems_bundle_from_its_page(
     gets the same 404 as for a problem that does not exist."""
     draft = organizer_zip("draftadd")
     assert (await upload(client, admin, draft, "d.zip")).status_code == 201
-    organizer, _ = make_user(admin=True)
-    await log_in(browser, organizer)
+    await sign_in(browser, admin=True)
     page = await browser.get("/problems/draftadd", headers={"Accept": "text/html"})
     assert page.status_code == 200
     assert 'href="/problems/draftadd/bundle"' in page.text
@@ -163,7 +162,6 @@ async def test_an_organizer_downloads_a_hidden_problems_bundle_from_its_page(
     assert download.headers["content-disposition"] == 'attachment; filename="draftadd.zip"'
     assert "draftadd/task.yml" in unpack(download.content, tmp_path)
 
-    outsider, _ = make_user()
-    await log_in(browser, outsider)
+    await sign_in(browser)
     assert (await browser.get("/problems/draftadd/bundle")).status_code == 404
     assert (await client.get("/problems/draftadd/bundle")).status_code == 404

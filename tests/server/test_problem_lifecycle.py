@@ -25,7 +25,7 @@ from tests.server.conftest import Account
 from tests.server.rows import submission_row
 from tests.server.test_audit_log import audit_entries
 from tests.server.test_problems_api import problem_zip, upload
-from tests.server.web_client import HTML, log_in, make_user, post_form
+from tests.server.web_client import HTML, log_in, make_user, post_form, sign_in
 
 pytestmark = pytest.mark.anyio
 
@@ -170,8 +170,7 @@ async def test_a_failed_round_leaves_the_problem_invalid_until_a_clean_one(
     assert refused.status_code == 409 and "failed validation" in refused.json()["detail"]
 
     # The admin page shows the outcome and runs validation again (audited).
-    name, _ = make_user("validator", admin=True)
-    await log_in(browser, name)
+    name = await sign_in(browser, "validator", admin=True)
     page = await browser.get("/admin/problems", headers=HTML)
     assert 'data-status="invalid"' in page.text and "failed by the test" in page.text
     # With each benchmark case's physical floor, as the validation measured it.
@@ -207,8 +206,7 @@ async def test_organizers_choose_the_device_types_and_each_new_one_is_validated(
         shown = (await client.get("/api/v1/problems/devices")).json()
         assert shown["status"] == "live" and shown["gpu_types"] == ["cpu", "h200"]
 
-        name, _ = make_user("chooser", admin=True)
-        await log_in(browser, name)
+        await sign_in(browser, "chooser", admin=True)
         form = {"is_public": "on", "gpu_types_listed": "1", "gpu_types": ["h200"]}
         saved = await post_form(
             browser, "/admin/problems/devices", form, from_page="/admin/problems"
@@ -255,8 +253,7 @@ async def test_a_device_type_added_to_a_live_problem_is_offered_once_it_validate
     try:
         await upload(client, admin, problem_zip("widening"), "p.zip")
         assert record_round("widening") == [True, True]
-        name, _ = make_user("widener", admin=True)
-        await log_in(browser, name)
+        await sign_in(browser, "widener", admin=True)
 
         async def choose(*gpus: str) -> None:
             form = {"is_public": "on", "gpu_types_listed": "1", "gpu_types": list(gpus)}

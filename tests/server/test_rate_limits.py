@@ -15,7 +15,7 @@ from server.db import session_scope
 from server.models import Submission
 from server.settings import Settings, get_settings
 from tests.server.conftest import Account
-from tests.server.web_client import log_in, make_user, post_form
+from tests.server.web_client import log_in, make_user, submit_form
 
 pytestmark = pytest.mark.anyio
 
@@ -107,11 +107,8 @@ async def test_the_submit_form_shows_the_limit(limited: httpx.AsyncClient) -> No
     for n in range(LIMIT):
         assert (await submit(limited, account, n)).status_code == 202
     await log_in(limited, name)
-    form = await post_form(
-        limited,
-        "/submit",
-        {"problem": "vectoradd", "mode": "test", "code": CODE.format("form")},
-        from_page="/submit",
+    form = await submit_form(
+        limited, {"problem": "vectoradd", "mode": "test", "code": CODE.format("form")}
     )
     assert form.status_code == 429
     assert 'class="alert error"' in form.text and "try again in" in form.text

@@ -26,7 +26,7 @@ from server.submissions import files, service
 from server.users.repository import get_user_by_name
 from server.worker import gpu, recorders
 from tests.server.conftest import Account, add_submission
-from tests.server.web_client import HTML, log_in, make_user
+from tests.server.web_client import HTML, log_in, make_user, sign_in
 from tests.services import migrated_database
 
 pytestmark = pytest.mark.anyio
@@ -380,8 +380,7 @@ async def test_another_user_sees_no_profile_and_cannot_download_it(
 ) -> None:
     author, _ = make_user()
     sid = graded_with_file(author)
-    other, _ = make_user()
-    await log_in(browser, other)
+    await sign_in(browser)
     page = (await browser.get(f"/submissions/{sid}", headers=HTML)).text
     assert KERNEL.split("<")[0] not in page and "profile.ncu-rep" not in page
     refused = await browser.get(f"/submissions/{sid}/files/{PROFILE_FILE}", headers=HTML)

@@ -14,7 +14,7 @@ from server.settings import InsecureSettings, Settings, get_settings
 from server.users.repository import get_user_by_name
 from server.users.service import moderate_user
 from server.web.sessions import secret_key
-from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form
+from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form, sign_in
 
 pytestmark = pytest.mark.anyio
 
@@ -43,8 +43,7 @@ async def test_forms_without_the_sessions_csrf_token_are_refused(
 
 
 async def test_every_post_route_checks_csrf(browser: httpx.AsyncClient) -> None:
-    admin, _ = make_user("boss", admin=True)
-    await log_in(browser, admin)
+    admin = await sign_in(browser, "boss", admin=True)
     for path in (
         "/logout",
         "/signup",
@@ -87,8 +86,7 @@ async def test_session_cookie_flags(
 
 
 async def test_api_ignores_the_session_cookie(browser: httpx.AsyncClient) -> None:
-    name, _ = make_user()
-    await log_in(browser, name)
+    await sign_in(browser)
     response = await browser.post(
         "/api/v1/submissions", json={"problem": "vectoradd", "code": "x = 1"}
     )
@@ -158,45 +156,27 @@ async def test_banned_users_cannot_log_in_submit_or_use_tokens(
     assert api.json()["error"] == "forbidden"
 
 
+async def sign_up(browser: httpx.AsyncClient, name: str, password: str) -> httpx.Response:
+    """The sign-up form, sent with the password typed twice."""
+    data = {"name": name, "password": password, "password_again": password}
+    return await post_form(browser, "/signup", data, from_page="/signup")
+
+
 async def test_sign_up_logs_in_and_checks_its_fields(browser: httpx.AsyncClient) -> None:
-    short = await post_form(
-        browser,
-        "/signup",
-        {"name": "newcomer", "password": "short", "password_again": "short"},
-        from_page="/signup",
-    )
+    short = await sign_up(browser, "newcomer", "short")
     assert short.status_code == 422
     assert 'id="password-error"' in short.text
     taken_name, _ = make_user()
-    taken = await post_form(
-        browser,
-        "/signup",
-        {"name": taken_name, "password": "long-enough-1", "password_again": "long-enough-1"},
-        from_page="/signup",
-    )
+    taken = await sign_up(browser, taken_name, "long-enough-1")
     assert taken.status_code == 422
     assert 'id="name-error"' in taken.text and "already exists" in taken.text
     # Names are one whatever their case: ADA is ada's name, for signing up and logging in.
-    shouted = await post_form(
-        browser,
-        "/signup",
-        {
-            "name": taken_name.upper(),
-            "password": "long-enough-1",
-            "password_again": "long-enough-1",
-        },
-        from_page="/signup",
-    )
+    shouted = await sign_up(browser, taken_name.upper(), "long-enough-1")
     assert shouted.status_code == 422 and "whatever their case" in shouted.text
     with session_scope() as session:
         found = get_user_by_name(session, taken_name.upper())
         assert found is not None and found.name == taken_name
-    done = await post_form(
-        browser,
-        "/signup",
-        {"name": "newcomer", "password": "long-enough-1", "password_again": "long-enough-1"},
-        from_page="/signup",
-    )
+    done = await sign_up(browser, "newcomer", "long-enough-1")
     assert done.status_code == 303
     assert ">newcomer</a>" in (await browser.get("/", headers=HTML)).text
     with session_scope() as session:
@@ -227,15 +207,13 @@ async def test_admin_pages_need_an_admin(browser: httpx.AsyncClient) -> None:
         anonymous = await browser.get(path, headers=HTML)
         assert anonymous.status_code == 303
         assert anonymous.headers["location"] == f"/login?next={path}"
-    name, _ = make_user()
-    await log_in(browser, name)
+    await sign_in(browser)
     for path in ("/admin/problems", "/admin/submissions", "/admin/users"):
         forbidden = await browser.get(path, headers=HTML)
         assert forbidden.status_code == 403
         assert "organizers" in forbidden.text
     await post_form(browser, "/logout", {}, from_page="/")
-    admin, _ = make_user("boss", admin=True)
-    await log_in(browser, admin)
+    await sign_in(browser, "boss", admin=True)
     for path in ("/admin/problems", "/admin/submissions", "/admin/users"):
         assert (await browser.get(path, headers=HTML)).status_code == 200
 
@@ -296,8 +274,7 @@ async def signed_in(client: httpx.AsyncClient) -> bool:
 async def test_logging_out_ends_the_session_a_copied_cookie_carried(
     browser: httpx.AsyncClient,
 ) -> None:
-    name, _ = make_user()
-    await log_in(browser, name)
+    await sign_in(browser)
     cookie = browser.cookies["kj_session"]
     async with replay(cookie) as thief:
         assert await signed_in(thief)
@@ -330,8 +307,7 @@ async def test_a_ban_ends_the_users_sessions(
     browser: httpx.AsyncClient, client: httpx.AsyncClient
 ) -> None:
     admin_name, _ = make_user("admin", admin=True)
-    name, _ = make_user()
-    await log_in(browser, name)
+    name = await sign_in(browser)
     assert await signed_in(browser)
     with session_scope() as session:
         admin = get_user_by_name(session, admin_name)

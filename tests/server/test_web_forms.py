@@ -25,7 +25,7 @@ from tests.server.test_audit_log import audit_entries
 from tests.server.test_problem_lifecycle import CODE, record_round
 from tests.server.test_problems_api import problem_zip, upload
 from tests.server.test_web_pages import new_problem
-from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form
+from tests.server.web_client import HTML, csrf_from, make_user, post_form, sign_in
 
 pytestmark = pytest.mark.anyio
 
@@ -40,8 +40,7 @@ def cookie_contents(client: httpx.AsyncClient) -> str:
 async def test_reloading_the_token_page_mints_no_second_token(
     browser: httpx.AsyncClient,
 ) -> None:
-    name, _ = make_user()
-    await log_in(browser, name)
+    name = await sign_in(browser)
     created = await post_form(
         browser, "/account/tokens", {"label": "laptop"}, from_page=f"/users/{name}"
     )
@@ -64,8 +63,7 @@ async def test_reloading_the_token_page_mints_no_second_token(
 async def test_an_upload_answers_with_a_redirect_and_says_what_it_did(
     browser: httpx.AsyncClient,
 ) -> None:
-    admin, _ = make_user("uploader", admin=True)
-    await log_in(browser, admin)
+    await sign_in(browser, "uploader", admin=True)
     shown = await browser.get("/admin/problems", headers=HTML)
     uploaded = await browser.post(
         "/admin/problems",
@@ -87,8 +85,7 @@ async def test_saving_a_deadline_keeps_the_gpu_types_and_says_saved(
     """This service grades on cpu only; the problem also lists h200 (for another install).
     The form shows only cpu, so saving it must leave h200 listed."""
     new_problem("keeps", gpu_types=["h200", "cpu"], code_public_after_deadline=True)
-    admin, _ = make_user("keeper", admin=True)
-    await log_in(browser, admin)
+    await sign_in(browser, "keeper", admin=True)
     page = await browser.get("/admin/problems", headers=HTML)
     row = page.text.split('id="p-keeps"', 1)[1].split("</tr>", 1)[0]
     assert "Also listed, kept as they are: h200" in row
@@ -128,8 +125,7 @@ async def test_saving_a_deadline_keeps_the_gpu_types_and_says_saved(
 async def test_every_organizer_form_that_saves_says_so(browser: httpx.AsyncClient) -> None:
     new_problem("told")
     author, _ = make_user()
-    admin, _ = make_user("teller", admin=True)
-    await log_in(browser, admin)
+    await sign_in(browser, "teller", admin=True)
     with session_scope() as session:
         user = get_user_by_name(session, author)
         problem = repository.get_problem(session, "told")
@@ -175,8 +171,7 @@ async def test_revalidating_keeps_the_problem_serving_and_switches_version_on_su
     assert (await reachable(client, alice, "served"))["version"] == 1
 
     # "Validate again": competitors keep it throughout.
-    organizer, _ = make_user("revalidator", admin=True)
-    await log_in(browser, organizer)
+    await sign_in(browser, "revalidator", admin=True)
     again = await post_form(
         browser, "/admin/problems/served/validate", {}, from_page="/admin/problems"
     )

@@ -13,8 +13,9 @@ import pytest
 from server.db import session_scope
 from server.models import Submission
 from server.settings import get_settings
+from tests.server.conftest import Account
 from tests.server.test_web_pages import graded, new_problem
-from tests.server.web_client import HTML, log_in, make_user
+from tests.server.web_client import HTML, log_in, make_user, sign_in
 
 pytestmark = pytest.mark.anyio
 
@@ -44,16 +45,24 @@ def with_cases(sid: int, cases: list[dict[str, Any]]) -> None:
         submission.report = {**(submission.report or {}), "cases": cases}
 
 
+def benchmarked(token: str, problem: str, marker: str, *cases: dict[str, Any]) -> int:
+    """A passed benchmark-mode submission whose report carries these timed cases."""
+    sid = graded(token, problem, marker, mode="benchmark")
+    with_cases(sid, list(cases))
+    return sid
+
+
 async def test_a_noisy_result_is_flagged_and_a_steady_one_is_not(
-    browser: httpx.AsyncClient,
+    browser: httpx.AsyncClient, alice: Account
 ) -> None:
     new_problem("noise")
-    _, token = make_user()
-    steady = graded(token, "noise", "steady", mode="benchmark")
     # One slow sample inflates the CV (135%) but not the interquartile range: still steady.
-    with_cases(steady, [timed_case(1e-4, 0.021, 1.35), timed_case(2e-4, 0.034, 0.04)])
-    noisy = graded(token, "noise", "noisy", mode="benchmark")
-    with_cases(noisy, [timed_case(1e-4, 0.03, 0.05), timed_case(2e-4, 0.34, 1.6)])
+    steady = benchmarked(
+        alice.token, "noise", "steady", timed_case(1e-4, 0.021, 1.35), timed_case(2e-4, 0.034, 0.04)
+    )
+    noisy = benchmarked(
+        alice.token, "noise", "noisy", timed_case(1e-4, 0.03, 0.05), timed_case(2e-4, 0.34, 1.6)
+    )
 
     calm = (await browser.get(f"/submissions/{steady}", headers=HTML)).text
     assert 'id="noisy-warning"' not in calm and 'id="sol-warning"' not in calm
@@ -71,19 +80,23 @@ async def test_a_noisy_result_is_flagged_and_a_steady_one_is_not(
 
 
 async def test_a_speed_of_light_above_one_says_the_peaks_are_off(
-    browser: httpx.AsyncClient,
+    browser: httpx.AsyncClient, alice: Account
 ) -> None:
     new_problem("lightspeed")
-    _, token = make_user()
-    sid = graded(token, "lightspeed", "fast", mode="benchmark")
-    with_cases(sid, [timed_case(1e-4, 0.02, 0.03, 2.43), timed_case(2e-4, 0.02, 0.03, 0.8)])
+    sid = benchmarked(
+        alice.token,
+        "lightspeed",
+        "fast",
+        timed_case(1e-4, 0.02, 0.03, 2.43),
+        timed_case(2e-4, 0.02, 0.03, 0.8),
+    )
     page = (await browser.get(f"/submissions/{sid}", headers=HTML)).text
     warning = page.split('id="sol-warning"', 1)[1].split("</div>", 1)[0]
     assert "Faster than the speed of light" in warning
     assert "above 100% on benchmark 0 (243%)" in warning and "benchmark 1" not in warning
     assert "compare times, not speed-of-light percentages" in warning
     assert 'id="noisy-warning"' not in page
-    plain = graded(token, "lightspeed", "plain", mode="benchmark")
+    plain = graded(alice.token, "lightspeed", "plain", mode="benchmark")
     assert 'id="sol-warning"' not in (await browser.get(f"/submissions/{plain}", headers=HTML)).text
 
 
@@ -100,8 +113,7 @@ async def test_the_problem_page_lists_the_cases_each_gpu_type_runs(
     monkeypatch.setenv("KJ_GPU_TYPES", "cpu,h200")
     get_settings.cache_clear()
     try:
-        name, _ = make_user()
-        await log_in(browser, name)  # a signed-in reader gets the page made for this request
+        await sign_in(browser)  # a signed-in reader gets the page made for this request
         page = (await browser.get("/problems/vectorsum", headers=HTML)).text
     finally:
         monkeypatch.delenv("KJ_GPU_TYPES")
@@ -116,12 +128,11 @@ async def test_the_problem_page_lists_the_cases_each_gpu_type_runs(
 
 
 async def test_your_rank_and_best_score_on_the_problem_page(
-    browser: httpx.AsyncClient, client: httpx.AsyncClient
+    browser: httpx.AsyncClient, client: httpx.AsyncClient, alice: Account
 ) -> None:
     new_problem("standing")
-    _, leader_token = make_user()
     second, second_token = make_user()
-    graded(leader_token, "standing", "fast", score=1e-4)
+    graded(alice.token, "standing", "fast", score=1e-4)  # the leader
     best = graded(second_token, "standing", "better", score=2e-4)
     graded(second_token, "standing", "worse", score=3e-4)
 
@@ -136,8 +147,7 @@ async def test_your_rank_and_best_score_on_the_problem_page(
     assert "<strong>2</strong> of 2" in row
     assert f'<a href="/submissions/{best}">200 µs</a>' in row
 
-    newcomer, _ = make_user()
-    await log_in(browser, newcomer)
+    await sign_in(browser)
     fresh = (await browser.get("/problems/standing", headers=HTML)).text
     assert "no ranked run yet" in fresh.split('id="your-standing"', 1)[1]
 

@@ -19,7 +19,15 @@ from server.problems.service import upsert_problem
 from server.submissions.service import TERMINAL
 from server.users.repository import get_user_by_name
 from server.users.service import authenticate
-from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form
+from tests.server.web_client import (
+    HTML,
+    csrf_from,
+    log_in,
+    make_user,
+    post_form,
+    sign_in,
+    submit_form,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -193,8 +201,7 @@ async def test_hidden_and_hacked_submissions_leave_the_leaderboard(
         return [(entry["user"], entry["submission_id"]) for entry in entries]
 
     assert (await board())[0] == (first, fast)
-    admin, _ = make_user("boss", admin=True)
-    await log_in(browser, admin)
+    admin = await sign_in(browser, "boss", admin=True)
     for action in ("hide", "hack"):
         await post_form(
             browser,
@@ -234,8 +241,7 @@ async def test_admin_re_runs_a_submission(browser: httpx.AsyncClient) -> None:
     new_problem("rerun")
     _, token = make_user()
     sid = graded(token, "rerun", "again")
-    admin, _ = make_user("boss", admin=True)
-    await log_in(browser, admin)
+    await sign_in(browser, "boss", admin=True)
     response = await post_form(
         browser, f"/admin/submissions/{sid}", {"action": "rerun"}, from_page="/admin/submissions"
     )
@@ -268,11 +274,8 @@ async def test_leaderboard_mode_closes_at_the_deadline(
     )
     assert tested.status_code == 202
     await log_in(browser, name)
-    form = await post_form(
-        browser,
-        "/submit",
-        {"problem": "closed", "mode": "leaderboard", "code": CODE.format(3)},
-        from_page="/submit",
+    form = await submit_form(
+        browser, {"problem": "closed", "mode": "leaderboard", "code": CODE.format(3)}
     )
     assert form.status_code == 422
     assert 'id="mode-error"' in form.text and "closed" in form.text
@@ -281,31 +284,19 @@ async def test_leaderboard_mode_closes_at_the_deadline(
 async def test_submit_form_shows_each_error_next_to_its_field(
     browser: httpx.AsyncClient,
 ) -> None:
-    name, _ = make_user()
-    await log_in(browser, name)
-    bad = await post_form(
-        browser,
-        "/submit",
-        {"problem": "no-such-problem", "mode": "fast", "code": ""},
-        from_page="/submit",
-    )
+    await sign_in(browser)
+    bad = await submit_form(browser, {"problem": "no-such-problem", "mode": "fast", "code": ""})
     assert bad.status_code == 422
     for field in ("problem", "mode", "code"):
         assert f'id="{field}-error"' in bad.text, field
-    gpu = await post_form(
-        browser,
-        "/submit",
-        {"problem": "vectoradd", "mode": "test", "gpu": "tpu", "code": CODE.format(4)},
-        from_page="/submit",
+    gpu = await submit_form(
+        browser, {"problem": "vectoradd", "mode": "test", "gpu": "tpu", "code": CODE.format(4)}
     )
     assert 'id="gpu-error"' in gpu.text and "unknown GPU type" in gpu.text
     # The pasted code stays in the form.
     assert "marker-4" in gpu.text
-    good = await post_form(
-        browser,
-        "/submit",
-        {"problem": "vectoradd", "mode": "test", "code": CODE.format(5)},
-        from_page="/submit",
+    good = await submit_form(
+        browser, {"problem": "vectoradd", "mode": "test", "code": CODE.format(5)}
     )
     assert good.status_code == 303
     page = await browser.get(good.headers["location"], headers=HTML)
@@ -314,8 +305,7 @@ async def test_submit_form_shows_each_error_next_to_its_field(
 
 async def test_a_file_and_pasted_code_together_are_refused(browser: httpx.AsyncClient) -> None:
     """Which one was meant? Neither is chosen silently."""
-    name, _ = make_user()
-    await log_in(browser, name)
+    await sign_in(browser)
     token = csrf_from(await browser.get("/submit", headers=HTML))
     both = await browser.post(
         "/submit",
@@ -334,8 +324,7 @@ async def test_a_file_and_pasted_code_together_are_refused(browser: httpx.AsyncC
 async def test_tokens_are_shown_once_and_can_be_revoked(
     browser: httpx.AsyncClient, client: httpx.AsyncClient
 ) -> None:
-    name, _ = make_user()
-    await log_in(browser, name)
+    name = await sign_in(browser)
     created = await post_form(
         browser, "/account/tokens", {"label": "ci"}, from_page=f"/users/{name}"
     )
@@ -436,8 +425,7 @@ async def test_posting_the_submit_form_twice_makes_one_submission(
     browser: httpx.AsyncClient,
 ) -> None:
     """A double click, or the browser sending the form again, is the same submission."""
-    name, _ = make_user()
-    await log_in(browser, name)
+    await sign_in(browser)
     shown = await browser.get("/submit", headers=HTML)
     key = re.search(r'name="idempotency_key" value="([0-9a-f]+)"', shown.text)
     assert key, "the form carries no idempotency key"

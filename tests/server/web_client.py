@@ -31,6 +31,11 @@ async def post_form(
     return await client.post(path, data={**data, "csrf_token": token}, headers=HTML)
 
 
+async def submit_form(client: httpx.AsyncClient, fields: dict[str, str]) -> httpx.Response:
+    """The submit page's form, sent with these fields."""
+    return await post_form(client, "/submit", fields, from_page="/submit")
+
+
 def make_user(prefix: str = "web", *, admin: bool = False) -> tuple[str, str]:
     """A user with a password; returns (name, API token)."""
     name = f"{prefix}{next(_names)}"
@@ -44,3 +49,10 @@ async def log_in(client: httpx.AsyncClient, name: str, password: str = PASSWORD)
     return await post_form(
         client, "/login", {"name": name, "password": password}, from_page="/login"
     )
+
+
+async def sign_in(client: httpx.AsyncClient, prefix: str = "web", *, admin: bool = False) -> str:
+    """A new user with a password, logged in on `client`; returns the user's name."""
+    name, _ = make_user(prefix, admin=admin)
+    assert (await log_in(client, name)).status_code == 303
+    return name
