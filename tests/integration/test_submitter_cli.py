@@ -385,6 +385,8 @@ def test_profile_out_writes_the_nsight_compute_report_or_says_why_there_is_none(
 
     report = {
         **{key: on_cpu[key] for key in ("status", "message", "flags")},
+        "problem": "prefixsum",
+        "device": "cuda",
         "mode": "profile",
         "cases": [{**case, "profile": {"tool": "nsight-compute", "version": "2025.3.1",
                                        "calls": 3, "kernels": [NCU_KERNEL]}}
@@ -393,9 +395,10 @@ def test_profile_out_writes_the_nsight_compute_report_or_says_why_there_is_none(
     }  # fmt: skip
     graded_on_a_gpu_worker(site, submission_id, report)
     deadline = time.monotonic() + 60
-    while fetch(site, f"/api/v1/submissions/{submission_id}")["status"] != "passed":
+    while (graded := fetch(site, f"/api/v1/submissions/{submission_id}"))["status"] == "running":
         assert time.monotonic() < deadline, site.log.read_text()[-5000:]
         time.sleep(0.3)
+    assert graded["status"] == "passed", graded["message"]
 
     shown = cli(site, "status", str(submission_id), "--profile-out", str(out))
     assert shown.returncode == 0, shown.stdout + shown.stderr
