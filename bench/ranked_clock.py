@@ -152,7 +152,8 @@ def spread(problems: list[str], runs: int, mode: str, solutions: list[str]) -> N
                 walls.append(report["wall_s"])
                 emit({"what": "grading", "problem": name, "solution": solution_name,
                       "score_us": _us(report["score"]), "wall_s": round(report["wall_s"], 2),
-                      "flags": report["flags"], "cases": clocks(report)})  # fmt: skip
+                      "flags": report["flags"], "short_calls": report.get("short_calls"),
+                      "cases": clocks(report)})  # fmt: skip
                 per_case.append(case_figures(report))
                 detail.append(clocks(report))
             if scores:
@@ -244,7 +245,8 @@ def launch_bound(runs: int) -> None:
             walls.append(report["wall_s"])
             cvs.append(report["cases"][0]["time"]["cv"])
             emit({"what": "grading", "problem": "launch-bound", "score_us": _us(report["score"]),
-                  "wall_s": round(report["wall_s"], 2), "cases": clocks(report)})  # fmt: skip
+                  "wall_s": round(report["wall_s"], 2), "short_calls": report.get("short_calls"),
+                  "message": report["message"], "cases": clocks(report)})  # fmt: skip
         emit({"what": "launch-bound", "scores_us": [_us(s) for s in scores],
               "score_cv": cv(scores), "within_grading_cv": cvs,
               "grading_s_median": statistics.median(walls)})  # fmt: skip
