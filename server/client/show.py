@@ -233,6 +233,12 @@ def submission_heading(submission: dict[str, Any]) -> Text:
     )
 
 
+SHORT_CALLS_NOTE = (
+    "≈: most of the score's cases time calls under 50 µs on the GPU, whose time moves by a "
+    "few percent from one process to the next: it cannot rank finer than that"
+)
+
+
 def leaderboard(out: Console, board: dict[str, Any]) -> None:
     entries = board.get("entries") or []
     heading = f"{board.get('problem')} on {board.get('gpu')}: {board.get('total', len(entries))}"
@@ -244,16 +250,19 @@ def leaderboard(out: Console, board: dict[str, Any]) -> None:
         table = Table("rank", "user", "score", "seconds", "speed of light", "submission", "at")
         for entry in entries:
             sol = entry.get("sol_fraction")
+            mark = " ≈" if entry.get("short_calls") else ""
             table.add_row(
                 str(entry.get("rank")),
                 Text(str(entry.get("user"))),
-                duration(entry.get("score")),
+                duration(entry.get("score")) + mark,
                 repr(entry.get("score")),
                 f"{sol:.2f}" if sol is not None else "",
                 str(entry.get("submission_id")),
                 when(entry.get("submitted_at")),
             )
         out.print(table)
+        if any(entry.get("short_calls") for entry in entries):
+            out.print(Text(SHORT_CALLS_NOTE))
     you = board.get("you")
     if you:
         out.print(Text(f"you: rank {you.get('rank')}, {duration(you.get('score'))}"))
