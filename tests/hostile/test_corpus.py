@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import select
 import shutil
@@ -247,19 +248,25 @@ _HONEST: dict[tuple[str, str, str], float] = {}
 
 
 def honest_score(
-    rig: Rig, peaks: dict[str, Any], problem: str, mode: str, device: str = "cpu"
+    rig: Rig,
+    peaks: dict[str, Any],
+    problem: str,
+    mode: str,
+    device: str = "cpu",
+    again: bool = False,
 ) -> float:
     """The score of the problem's example PyTorch solution, graded in this session on the
-    same device as the case."""
+    same device as the case; `again`: graded once more now, beside the case, and the lower
+    of the two kept (an earlier grading on a busier machine must not pass a case as forged)."""
     key = (problem, mode, device)
-    if key not in _HONEST:
+    if key not in _HONEST or again:
         code = (REPO / "problems" / problem / "solutions" / "pytorch.py").read_text()
         result = run_in_rig(
             rig, peaks, problem=problem, code=code, mode=mode, device=device, timeout_s=60
         )
         report = result.get("report") or {}
         assert report.get("status") == "passed", f"honest solution: {result}"
-        _HONEST[key] = float(report["score"])
+        _HONEST[key] = min(float(report["score"]), _HONEST.get(key, math.inf))
     return _HONEST[key]
 
 
@@ -304,6 +311,8 @@ def test_hostile_case(path: Path, canaries: Canaries, rig: Rig, cpu_peaks: dict[
     assert not result["leftovers"], f"left behind after grading: {result['leftovers']}"
     if case.max_speedup is not None and report["status"] == "passed":
         honest = honest_score(rig, cpu_peaks, case.problem, case.mode, case.device)
+        if report["score"] < honest / case.max_speedup:
+            honest = honest_score(rig, cpu_peaks, case.problem, case.mode, case.device, True)
         assert report["score"] >= honest / case.max_speedup, (
             f"score {report['score']:.3g} s is more than {case.max_speedup:g}x better than the "
             f"honest {honest:.3g} s: a forged time passed; flags: {report['flags']}"
