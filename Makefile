@@ -8,7 +8,7 @@ STAMP := $(VENV)/.kerneljudge-installed
 
 .PHONY: run test setup lint typecheck check clean screenshots
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	./scripts/system-deps.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

@@ -527,7 +527,7 @@ def seed(env: dict[str, str], args: argparse.Namespace, folder: Path) -> dict[st
     tokens go to tokens.txt in ``folder``."""
     began = time.monotonic()
     argv = [
-        sys.executable, str(REPO / "bench" / "load_seed.py"), "--users", str(args.users),
+        sys.executable, "-m", "bench.load_seed", "--users", str(args.users),
         "--submissions", str(args.submissions), "--tokens", str(folder / "tokens.txt"),
     ]  # fmt: skip
     done = subprocess.run(argv, env=env, cwd=REPO, capture_output=True, text=True)

@@ -14,9 +14,9 @@ WORKDIR /src
 COPY . .
 # The server extra: `pip install .` alone is the submitter's light client. grader/problem.py
 # finds the built-in problems at <parent of grader/>/problems, which for an installed
-# (non-editable) package is site-packages.
+# (non-editable) package is site-packages/kerneljudge.
 RUN pip install ".[server]" \
- && cp -r problems "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/problems"
+ && cp -r problems "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/kerneljudge/problems"
 
 FROM python:3.11-slim
 RUN useradd --create-home --uid 10001 --user-group kj \

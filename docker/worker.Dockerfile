@@ -26,10 +26,10 @@ RUN pip install $TORCH_SPEC
 WORKDIR /src
 COPY . .
 # The server and Triton extras (`pip install .` alone is the submitter's light client); the
-# built-in problems next to the installed grader/ (only for `kerneljudge grade NAME`; a
-# queued grading carries its problem's files in the job).
+# built-in problems next to the installed grader/, in site-packages/kerneljudge (only for
+# `kerneljudge grade NAME`; a queued grading carries its problem's files in the job).
 RUN pip install ".[server,triton]" \
- && cp -r problems "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/problems" \
+ && cp -r problems "$(python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/kerneljudge/problems" \
  && cd / && rm -rf /src
 
 RUN useradd --create-home --uid 10001 --user-group kj \

@@ -218,7 +218,7 @@ def serve(
         os.environ["KJ_GPU_TYPES"] = local_device()[1]
         get_settings.cache_clear()
         settings = get_settings()
-    command = [sys.executable, "-m", "server.cli", "worker"]
+    command = [sys.executable, "-m", "kerneljudge", "worker"]
     children = [start_child([*command, "--queues", RESULTS_QUEUE])]
     if settings.broker_is_embedded:
         children.append(start_child(command))

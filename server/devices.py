@@ -9,6 +9,8 @@ import sys
 import threading
 from typing import Any
 
+from kerneljudge import python_env
+
 PROBE = "from grader.device import detect_device; d = detect_device(); print(d.kind, d.device_type)"
 
 
@@ -26,6 +28,7 @@ def local_device() -> tuple[str, str]:
         if _found is None:
             output = subprocess.run(
                 [sys.executable, "-c", PROBE],
+                env=python_env(),
                 capture_output=True,
                 text=True,
                 check=True,
@@ -40,6 +43,7 @@ def calibrate_local_device() -> dict[str, Any]:
     seconds on a GPU. {"device": {kind, device_type, name}, "peaks": {...}}"""
     output = subprocess.run(
         [sys.executable, "-m", "grader.calibrate"],
+        env=python_env(),
         capture_output=True,
         text=True,
         check=True,

@@ -11,7 +11,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md", REPO / "bench" / "README.md"]
-PATH = re.compile(r"`((?:server|grader|sandbox|bench|tests|docs|problems|docker)/[\w./-]*)`")
+PATH = re.compile(
+    r"`((?:kerneljudge|server|grader|sandbox|bench|tests|docs|problems|docker)/[\w./-]*)`"
+)
 
 
 def test_every_path_the_architecture_names_exists() -> None:
