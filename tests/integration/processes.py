@@ -50,13 +50,15 @@ def add_user(env: dict[str, str], name: str, *, admin: bool = False) -> str:
 
 
 @contextmanager
-def running(argv: list[str], env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def running(
+    argv: list[str], env: dict[str, str], log: Path, cwd: Path = REPO_ROOT
+) -> Iterator[subprocess.Popen[bytes]]:
     """A process in its own session, ended with its whole group afterwards."""
     with log.open("ab") as out:
         process = subprocess.Popen(
             argv,
             env=env,
-            cwd=REPO_ROOT,
+            cwd=cwd,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -91,9 +93,13 @@ def stop_group(process: subprocess.Popen[bytes], sig: int) -> None:
 
 
 @contextmanager
-def serving(env: dict[str, str], log: Path) -> Iterator[str]:
+def serving(
+    env: dict[str, str], log: Path, command: list[str] | None = None, cwd: Path = REPO_ROOT
+) -> Iterator[str]:
+    """`kerneljudge serve` (`command`, by default the checkout's) answering; yields its URL."""
     port = free_port()
-    with running(kerneljudge("serve", "--port", str(port)), env, log) as process:
+    argv = [*(command or kerneljudge()), "serve", "--port", str(port)]
+    with running(argv, env, log, cwd) as process:
         base = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 90
         while True:

@@ -9,7 +9,6 @@ import base64
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from server.models import Problem, Submission
 from server.outbox import task_names
 from server.outbox.app import RESULTS_QUEUE, make_celery
 from server.settings import Settings
+from tests.integration.package import package_source
 from tests.integration.processes import (
     REPO_ROOT,
     add_user,
@@ -52,6 +52,7 @@ PRYING = (
 )
 HUNG = "import time\n\n\ndef custom_kernel(data):\n    time.sleep(3600)\n"
 SERVER_STACK = ("torch", "fastapi", "sqlalchemy", "celery", "numpy", "yaml")
+GENERIC_NAMES = ("server", "grader", "sandbox")
 
 
 @dataclass
@@ -439,14 +440,7 @@ def light_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A virtual environment holding only the light install, as `pip install kerneljudge`
     makes it: the package and the client's dependencies, from the package index."""
     root = tmp_path_factory.mktemp("light")
-    source = root / "source"
-    source.mkdir()
-    for name in ("server", "grader", "sandbox"):
-        shutil.copytree(
-            REPO_ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__")
-        )
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(REPO_ROOT / name, source / name)
+    source = package_source(root / "source")
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python")]
@@ -489,16 +483,33 @@ def test_after_the_deadline_a_ranked_run_is_refused_in_a_sentence(site: Site) ->
     assert tested.returncode == 0, tested.stderr
 
 
-def test_the_light_install_has_no_torch_and_runs_every_command(
+def test_the_light_install_has_no_torch_nor_generic_top_level_names_and_runs_every_command(
     site: Site, light_install: Path, tmp_path: Path
 ) -> None:
     python = light_install / "bin" / "python"
-    probe = f"import importlib.util as u; print([m for m in {SERVER_STACK!r} if u.find_spec(m)])"
-    absent = subprocess.run([str(python), "-c", probe], capture_output=True, text=True, check=True)
-    assert absent.stdout.strip() == "[]"
-    command = [str(light_install / "bin" / "kerneljudge")]
     env = client_env(site)
     env.pop("PYTHONPATH")  # the installed package, not the checkout
+    # Neither the server's stack nor a generic top-level name of ours: those live inside
+    # site-packages/kerneljudge/, importable by those names only once kerneljudge is imported.
+    probe = (
+        "import importlib.util as u, json, sysconfig\n"
+        f"names = {(*SERVER_STACK, *GENERIC_NAMES)!r}\n"
+        "print(json.dumps({'found': [m for m in names if u.find_spec(m)],\n"
+        "                  'site_packages': sysconfig.get_paths()['purelib']}))\n"
+    )
+    done = subprocess.run(
+        [str(python), "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    absent = json.loads(done.stdout)
+    assert absent["found"] == []
+    site_packages = Path(absent["site_packages"])
+    assert (site_packages / "kerneljudge" / "server").is_dir()
+    assert not {name for name in GENERIC_NAMES if (site_packages / name).exists()}
+    command = [str(light_install / "bin" / "kerneljudge")]
+    helped = cli(site, "submit", "--help", env=env, argv=command, cwd=tmp_path)
+    assert helped.returncode == 0, helped.stderr
+    assert "--problem" in helped.stdout
     kernel = write(site, "light.py", (VECTORSUM / "pytorch.py").read_text())
 
     listed = cli(site, "problems", "--json", env=env, argv=command, cwd=tmp_path)
