@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import gc
 import importlib.resources
 import logging
-import sys
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -199,22 +197,7 @@ def create_app() -> FastAPI:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
-    tune_interpreter()
     return app
-
-
-# How long a thread holding the GIL runs before one waiting for it may take it (Python's
-# default is 5 ms): a request's thread that has its database answer waits at most this
-# long behind the others, instead of up to 5 ms at each of its statements.
-GIL_SWITCH_INTERVAL_S = 0.001
-
-
-def tune_interpreter() -> None:
-    """For a process that serves many short requests at once: a shorter GIL switch
-    interval, and the objects made while starting (modules, routes, the schema) set aside
-    from the garbage collector, which otherwise walks all of them in each full collection."""
-    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
-    gc.freeze()
 
 
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
