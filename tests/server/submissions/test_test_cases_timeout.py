@@ -21,8 +21,8 @@ from server.submissions import payloads
 from server.submissions import repository as submissions
 from server.worker import gpu, recorders
 from tests.server.conftest import Account
-from tests.server.test_problem_lifecycle import record_round
-from tests.server.test_problems_api import TASK, problem_zip, upload
+from tests.server.problems.test_problem_lifecycle import record_round
+from tests.server.problems.test_problems_api import TASK, problem_zip, upload
 
 pytestmark = pytest.mark.anyio
 

@@ -13,7 +13,7 @@ from server.db import session_scope
 from server.models import Submission
 from server.submissions import service
 from tests.server.conftest import Account, make_account, worker_report
-from tests.server.test_outbox import HONEST, submit
+from tests.server.outbox.test_outbox import HONEST, submit
 
 pytestmark = pytest.mark.anyio
 

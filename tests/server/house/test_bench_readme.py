@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 BENCH = REPO / "bench"
 ROW = re.compile(r"^\| `([^`]+)` \|.*\| ([^|]+) \|$", re.MULTILINE)
 QUOTED = re.compile(r'"([^"]+)"')

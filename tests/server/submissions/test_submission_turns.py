@@ -14,7 +14,7 @@ import pytest
 from server import turns
 from server.submissions import service
 from tests.server.conftest import make_account
-from tests.server.test_submissions_api import HONEST
+from tests.server.submissions.test_submissions_api import HONEST
 
 pytestmark = pytest.mark.anyio
 

@@ -20,11 +20,11 @@ from server.submissions import payloads
 from server.users.repository import get_user_by_name
 from server.web.sessions import SESSION_COOKIE
 from tests.server.conftest import Account
+from tests.server.problems.test_problem_lifecycle import CODE, record_round
+from tests.server.problems.test_problems_api import problem_zip, upload
 from tests.server.rows import submission_row
-from tests.server.test_audit_log import audit_entries
-from tests.server.test_problem_lifecycle import CODE, record_round
-from tests.server.test_problems_api import problem_zip, upload
-from tests.server.test_web_pages import new_problem
+from tests.server.users.test_audit_log import audit_entries
+from tests.server.web.test_web_pages import new_problem
 from tests.server.web_client import HTML, csrf_from, make_user, post_form, sign_in
 
 pytestmark = pytest.mark.anyio

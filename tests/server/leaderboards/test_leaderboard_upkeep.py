@@ -18,8 +18,8 @@ from server.leaderboards import service, upkeep
 from server.leaderboards.repository import Versions
 from server.models import LeaderboardEntry, LeaderboardRecord, Problem, Submission, User
 from server.submissions import reports
-from tests.server.test_leaderboard_moderation import chart
-from tests.server.test_leaderboards import T0, add, session  # noqa: F401 - the fixture
+from tests.server.leaderboards.test_leaderboard_moderation import chart
+from tests.server.leaderboards.test_leaderboards import T0, add, session  # noqa: F401 - the fixture
 
 GPUS = ("cpu", "h200")
 SCORES = (1.0, 1.5, 2.0, 2.0, 3.0, 4.0, 0.5)  # few values: equal scores are common

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 DOCS = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md", REPO / "bench" / "README.md"]
 PATH = re.compile(
     r"`((?:kerneljudge|server|grader|sandbox|bench|tests|docs|problems|docker)/[\w./-]*)`"

@@ -18,7 +18,7 @@ from server.settings import get_settings
 from server.submissions import service
 from server.worker import recorders
 from tests.server.conftest import Account, make_account, worker_report
-from tests.server.test_outbox import HONEST
+from tests.server.outbox.test_outbox import HONEST
 
 pytestmark = pytest.mark.anyio
 

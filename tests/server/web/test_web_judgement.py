@@ -14,7 +14,7 @@ from server.db import session_scope
 from server.models import Submission
 from server.settings import get_settings
 from tests.server.conftest import Account
-from tests.server.test_web_pages import graded, new_problem
+from tests.server.web.test_web_pages import graded, new_problem
 from tests.server.web_client import HTML, log_in, make_user, sign_in
 
 pytestmark = pytest.mark.anyio

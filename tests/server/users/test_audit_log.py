@@ -15,8 +15,8 @@ from server.cli import app as cli
 from server.db import session_scope
 from server.users.repository import get_user_by_name
 from tests.server.conftest import Account
-from tests.server.test_problems_api import problem_zip, upload
-from tests.server.test_web_pages import graded, new_problem
+from tests.server.problems.test_problems_api import problem_zip, upload
+from tests.server.web.test_web_pages import graded, new_problem
 from tests.server.web_client import HTML, log_in, make_user, post_form, sign_in
 
 pytestmark = pytest.mark.anyio

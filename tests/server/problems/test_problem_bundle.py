@@ -16,8 +16,8 @@ from server.db import session_scope
 from server.problems import repository
 from tests.server.conftest import Account
 from tests.server.rows import zip_of
-from tests.server.test_problem_lifecycle import record_round
-from tests.server.test_problems_api import upload
+from tests.server.problems.test_problem_lifecycle import record_round
+from tests.server.problems.test_problems_api import upload
 from tests.server.web_client import sign_in
 
 pytestmark = pytest.mark.anyio
@@ -115,7 +115,7 @@ async def test_a_kernelbench_problems_bundle_brings_its_module_and_grades_locall
     """Its reference is the module competitors write ModelNew against, wrapped in code that
     is the same for every KernelBench problem: the bundle holds both."""
     module = (
-        Path(__file__).resolve().parents[1] / "data" / "kernelbench_scaled_linear.py"
+        Path(__file__).resolve().parents[2] / "data" / "kernelbench_scaled_linear.py"
     ).read_text()
     created = await upload(client, admin, zip_of({"level1/bundled_linear.py": module}), "kb.zip")
     assert created.status_code == 201, created.text

@@ -12,7 +12,7 @@ from server.leaderboards import service, upkeep
 from server.models import Problem, Submission, User
 from server.web.charts import best_score_chart
 from server.web.page import duration
-from tests.server.test_leaderboards import add, session  # noqa: F401 - the fixture
+from tests.server.leaderboards.test_leaderboards import add, session  # noqa: F401 - the fixture
 
 
 def board(db: Session, problem: Problem, version: int | None = None) -> list[tuple[str, int]]:

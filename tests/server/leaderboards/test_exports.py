@@ -15,7 +15,7 @@ from server.db import session_scope
 from server.models import Submission
 from tests.server.conftest import Account
 from tests.server.rows import submission_row
-from tests.server.test_web_pages import graded, new_problem
+from tests.server.web.test_web_pages import graded, new_problem
 from tests.server.web_client import HTML, make_user, sign_in
 
 pytestmark = pytest.mark.anyio

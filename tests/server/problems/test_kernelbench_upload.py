@@ -13,7 +13,7 @@ from tests.server.web_client import log_in, make_user
 
 pytestmark = pytest.mark.anyio
 
-MODULE = Path(__file__).resolve().parents[1] / "data" / "kernelbench_scaled_linear.py"
+MODULE = Path(__file__).resolve().parents[2] / "data" / "kernelbench_scaled_linear.py"
 
 
 async def upload(client: httpx.AsyncClient, admin: Account, raw: bytes) -> httpx.Response:

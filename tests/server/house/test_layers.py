@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SERVER = Path(__file__).resolve().parents[2] / "server"
+SERVER = Path(__file__).resolve().parents[3] / "server"
 # What the outbox may import of the server: the tables, sessions, settings and caches.
 OUTBOX_MAY_IMPORT = ("server.models", "server.db", "server.settings", "server.cache")
 

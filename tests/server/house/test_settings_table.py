@@ -16,7 +16,7 @@ from sandbox.settings import SandboxSettings
 from server.client.config import TOKEN_ENV, URL_ENV
 from server.settings import Settings
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 PREFIX = "KJ_"
 NAME = re.compile(r"`(KJ_[A-Z0-9_]+)`")
 
