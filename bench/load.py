@@ -41,14 +41,15 @@ from tests.integration.cluster import free_port, postgres_cluster, redis_server
 REPO = Path(__file__).resolve().parent.parent
 PROBLEM = "vectoradd"
 KERNEL = (REPO / "problems" / PROBLEM / "solutions" / "pytorch.py").read_text()
-PHASES = ("leaderboard", "page", "submit", "mixed")
+PHASES = ("leaderboard", "signed", "page", "submit", "mixed")
 # One wrk thread: the server and PostgreSQL need this machine's two cores, and one thread
 # drives these request rates with room to spare.
 WRK_THREADS = 1
 
 # Run by wrk in each of its threads (LuaJIT). LOAD_MODE: "get" (LOAD_PATH with
-# LOAD_ACCEPT), "submit" (POST LOAD_BODY, the tokens of LOAD_TOKENS in turn, so the
-# per-user rate limit is not what is measured), "mixed" (one token: every other request
+# LOAD_ACCEPT), "signed" (the same with the tokens of LOAD_TOKENS in turn: signed-in readers,
+# whom no shared copy answers), "submit" (POST LOAD_BODY, the tokens of LOAD_TOKENS in turn,
+# so the per-user rate limit is not what is measured), "mixed" (one token: every other request
 # POSTs, the rest GET one of its 50 newest submissions). done() writes LOAD_RESULT.
 WRK_SCRIPT = r"""
 local mode = os.getenv("LOAD_MODE")
@@ -88,6 +89,9 @@ function request()
     return wrk.format("GET", path, {["Accept"] = accept})
   end
   local auth = "Bearer " .. tokens[(thread_index * 7919 + sent) % #tokens + 1]
+  if mode == "signed" then
+    return wrk.format("GET", path, {["Accept"] = accept, ["Authorization"] = auth})
+  end
   if mode == "mixed" and sent % 2 == 0 then
     local id = own[#own - math.random(math.min(#own, 50)) + 1]
     return wrk.format("GET", "/api/v1/submissions/" .. id, {["Authorization"] = auth})
@@ -149,6 +153,7 @@ def loads(args: argparse.Namespace) -> list[Load]:
     every = [
         Load("leaderboard", f"GET {board}", 16, args.duration, "get", board),
         Load("leaderboard", f"GET {board}", 64, args.duration, "get", board),
+        Load("signed", f"GET {board}, signed in", 16, args.duration, "signed", board),
         Load("page", f"GET {page} (HTML)", 16, args.duration, "get", page, "text/html"),
         Load("page", f"GET {page} (HTML)", 64, args.duration, "get", page, "text/html"),
         Load("submit", "POST /api/v1/submissions, many tokens", 16, args.duration, "submit"),
@@ -455,7 +460,7 @@ def run_load(load: Load, target: Target, timeout_s: int) -> dict[str, Any]:
         "api_rss_growth_kib": drained_memory["api_kib"] - before_memory["api_kib"],
         "server_errors": server_errors(log, log_offset),
     }
-    if load.mode != "get":
+    if load.mode not in ("get", "signed"):
         rows = settled_new_ids(target.engine, before_id)
         outcome["rows"] = check_rows(accepted, rows, load, stats["errors"]["timeout"])
     return outcome

@@ -64,17 +64,12 @@ class SubmissionList(BaseModel):
     )
 
 
-class SubmissionOut(BaseModel):
-    """A submission and its report (the report's fields are filled once it is graded)."""
+class SubmissionOut(SubmissionSummary):
+    """A submission and its report (the report's fields are filled once it is graded): its
+    summary's fields, then these."""
 
-    id: int
-    problem: str
     problem_version: int
     user: str
-    mode: Mode
-    gpu: str
-    status: Status
-    score: float | None = Field(description="seconds: geometric mean of the cases' medians")
     message: str
     flags: list[str]
     hidden: bool = Field(description="an organizer hid it: it is off the leaderboard")
@@ -113,9 +108,7 @@ class SubmissionOut(BaseModel):
     )
     code_sha256: str
     code: str
-    created_at: datetime
     started_at: datetime | None
-    finished_at: datetime | None
 
     @field_serializer("cases")
     def _as_the_grader_writes_them(self, cases: list[CaseResult]):
