@@ -32,6 +32,7 @@ from server.submissions.endpoints import router as submissions_router
 from server.web import errors as web_errors
 from server.web.accounts import router as accounts_router
 from server.web.admin import router as admin_router
+from server.web.competitions import router as competition_pages_router
 from server.web.page import STATIC
 from server.web.pages import router as pages_router
 from server.web.sessions import SESSION_COOKIE, PageSessions, secret_key
@@ -174,6 +175,7 @@ def create_app() -> FastAPI:
     app.include_router(competitions_router)
     app.include_router(audit_router)
     app.include_router(pages_router)
+    app.include_router(competition_pages_router)
     app.include_router(accounts_router)
     app.include_router(admin_router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
