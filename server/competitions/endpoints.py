@@ -63,7 +63,7 @@ def team_out(team: Team) -> TeamOut:
 def detail(session: Session, competition: Competition, viewer: User | None) -> CompetitionOut:
     mine = service.team_of(session, competition, viewer)
     return CompetitionOut(
-        **summary(competition, repository.team_counts(session).get(competition.id, 0)).model_dump(),
+        **summary(competition, repository.team_count(session, competition.id)).model_dump(),
         description=competition.description,
         problems=[problem_out(entry) for entry in service.shown_problems(competition, viewer)],
         final_runs=competition.final_runs,

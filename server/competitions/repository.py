@@ -19,13 +19,18 @@ from server.models import (
     TeamMember,
     User,
 )
+from server.problems import repository as problems_repository
 
 
 def get_competition(session: Session, name: str, *, for_update: bool = False) -> Competition | None:
     query = (
         select(Competition)
         .where(Competition.name == name)
-        .options(selectinload(Competition.problems).selectinload(CompetitionProblem.problem))
+        .options(
+            selectinload(Competition.problems)
+            .selectinload(CompetitionProblem.problem)
+            .options(*problems_repository.LIGHT)
+        )
     )
     if for_update:
         query = query.with_for_update()
@@ -37,6 +42,10 @@ def list_competitions(session: Session) -> Sequence[Competition]:
     return session.scalars(
         select(Competition).order_by(Competition.opens_at.desc(), Competition.name)
     ).all()
+
+
+def team_count(session: Session, competition_id: int) -> int:
+    return session.scalar(select(func.count()).where(Team.competition_id == competition_id)) or 0
 
 
 def team_counts(session: Session) -> dict[int, int]:
@@ -108,7 +117,9 @@ def largest_team(session: Session, competition_id: int) -> tuple[str, int] | Non
 
 
 def problems_by_name(session: Session, names: Sequence[str]) -> dict[str, Problem]:
-    found = session.scalars(select(Problem).where(Problem.name.in_(list(names)))).all()
+    found = session.scalars(
+        select(Problem).where(Problem.name.in_(list(names))).options(*problems_repository.LIGHT)
+    ).all()
     return {problem.name: problem for problem in found}
 
 
