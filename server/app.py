@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server import anonymous
 from server.audit.endpoints import router as audit_router
+from server.competitions.endpoints import router as competitions_router
 from server.errors import BadRequest, ErrorBody, KernelJudgeError, NotAuthenticated, Unavailable
 from server.exports.endpoints import router as exports_router
 from server.health import router as health_router
@@ -31,6 +32,7 @@ from server.submissions.endpoints import router as submissions_router
 from server.web import errors as web_errors
 from server.web.accounts import router as accounts_router
 from server.web.admin import router as admin_router
+from server.web.competitions import router as competition_pages_router
 from server.web.page import STATIC
 from server.web.pages import router as pages_router
 from server.web.sessions import SESSION_COOKIE, PageSessions, secret_key
@@ -170,8 +172,10 @@ def create_app() -> FastAPI:
     app.include_router(exports_router)
     app.include_router(submissions_router)
     app.include_router(leaderboards_router)
+    app.include_router(competitions_router)
     app.include_router(audit_router)
     app.include_router(pages_router)
+    app.include_router(competition_pages_router)
     app.include_router(accounts_router)
     app.include_router(admin_router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")

@@ -1,5 +1,6 @@
-"""The ``kerneljudge`` command line: serve, worker, grade, user add, problem add, and the
-submitter's commands (login, submit, status, problems, bundle, leaderboard, submissions)."""
+"""The ``kerneljudge`` command line: serve, worker, grade, user add, problem add, competition
+add, and the submitter's commands (login, submit, status, problems, bundle, leaderboard,
+submissions, standings)."""
 
 from __future__ import annotations
 
@@ -34,8 +35,10 @@ SERVER_PANEL = "Running a server"
 app = typer.Typer(help="KernelJudge: a server for GPU kernel competitions.", no_args_is_help=True)
 user_app = typer.Typer(help="Manage users.", no_args_is_help=True)
 problem_app = typer.Typer(help="Manage problems.", no_args_is_help=True)
+competition_app = typer.Typer(help="Manage competitions.", no_args_is_help=True)
 app.add_typer(user_app, name="user", rich_help_panel=SERVER_PANEL)
 app.add_typer(problem_app, name="problem", rich_help_panel=SERVER_PANEL)
+app.add_typer(competition_app, name="competition", rich_help_panel=SERVER_PANEL)
 submitter.register(app)
 
 err = Console(stderr=True)
@@ -436,6 +439,46 @@ def problem_add(
         typer.echo(f"status: {problem.status}; validation queued for the {gpus} queue(s)")
     else:
         typer.echo(f"status: {problem.status}")
+
+
+@competition_app.command("add")
+@needs("server")
+def competition_add(
+    file: Annotated[Path, typer.Argument(help="the competition's YAML file", dir_okay=False)],
+) -> None:
+    """Add a competition from its YAML file, or change the one of that name until it opens
+    (docs/competitions.md shows the file)."""
+    import yaml
+    from pydantic import ValidationError
+
+    from server.competitions import service
+    from server.competitions.schemas import CompetitionFile, file_errors
+    from server.db import session_scope
+    from server.errors import KernelJudgeError
+    from server.settings import get_settings
+
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+        competition_file = CompetitionFile.model_validate(data)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        err.print(Text.assemble(("error: ", "red"), f"cannot read {file}: {exc}"), soft_wrap=True)
+        raise typer.Exit(2) from exc
+    except ValidationError as exc:
+        err.print(Text.assemble(("error: ", "red"), f"{file} is not a competition file:"))
+        err.print(Text(file_errors(exc)), soft_wrap=True)
+        raise typer.Exit(2) from exc
+    settings = get_settings()
+    prepare_database()
+    try:
+        with session_scope() as session:
+            competition, done = service.save_competition(
+                session, settings, competition_file, actor=None
+            )
+            name, opens = competition.name, service.when(competition.opens_at)
+    except KernelJudgeError as exc:
+        err.print(Text.assemble(("error: ", "red"), exc.detail), soft_wrap=True)
+        raise typer.Exit(1) from exc
+    typer.echo(f"competition {name!r} {done}; it opens at {opens}")
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The tables: users and their API tokens, problems and their validations, submissions with
-their reports and their files, failed log-ins and the audit log of admin actions."""
+their reports and their files, failed log-ins, the audit log of admin actions, and
+competitions with their problems, teams and members."""
 
 from __future__ import annotations
 
@@ -415,3 +416,104 @@ class PasswordReset(Base):
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
     user: Mapped[User] = relationship(foreign_keys=[user_id])
+
+
+class Competition(Base):
+    """A competition over some problems on one device type: the fields of its file
+    (server/competitions/schemas.py's CompetitionFile), editable until it opens."""
+
+    __tablename__ = "competitions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # Its URL name: lowercase letters, digits and hyphens.
+    name: Mapped[str] = mapped_column(NulFreeString(64), unique=True)
+    title: Mapped[str] = mapped_column(NulFreeString(200))
+    description: Mapped[str] = mapped_column(NulFreeText, default="")  # Markdown
+    gpu_type: Mapped[str] = mapped_column(NulFreeString(32))
+    opens_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    closes_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # From it until the final results are published, the public standings count only the
+    # submissions made before it.
+    freeze_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # server.competitions.scoring.Scoring.
+    scoring: Mapped[str] = mapped_column(NulFreeString(32))
+    # rank_points' points by rank (the first is rank 1's); None: 100 / rank.
+    points_table: Mapped[list[Any] | None] = mapped_column(JSON, default=None)
+    team_size: Mapped[int] = mapped_column(Integer)
+    # Gradings of each entry at the final judging.
+    final_runs: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    problems: Mapped[list[CompetitionProblem]] = relationship(
+        order_by="CompetitionProblem.position", cascade="all, delete-orphan"
+    )
+
+
+class CompetitionProblem(Base):
+    """One of a competition's problems, in the order its file lists them."""
+
+    __tablename__ = "competition_problems"
+
+    competition_id: Mapped[int] = mapped_column(
+        ForeignKey("competitions.id", ondelete="CASCADE"), primary_key=True
+    )
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id"), primary_key=True, index=True)
+    position: Mapped[int] = mapped_column(Integer)
+    weight: Mapped[float] = mapped_column(Float, default=1.0)
+    # The reference's time on the competition's device type, in seconds, as the organizers
+    # set it: geomean_speedup's baseline. None until they do (no worker times it yet).
+    baseline_s: Mapped[float | None] = mapped_column(Float, default=None)
+
+    problem: Mapped[Problem] = relationship()
+
+
+class Team(Base):
+    """A team in one competition (a competitor who entered alone is a team of one named
+    after them); others join it with its invite code."""
+
+    __tablename__ = "teams"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    competition_id: Mapped[int] = mapped_column(
+        ForeignKey("competitions.id", ondelete="CASCADE"), index=True
+    )
+    name: Mapped[str] = mapped_column(NulFreeString(64))
+    # 128 random bits (secrets.token_urlsafe): whoever holds it may join.
+    invite_code: Mapped[str] = mapped_column(NulFreeString(32), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Set by an organizer: the team is shown last, unranked, with the reason.
+    disqualified_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    disqualified_reason: Mapped[str | None] = mapped_column(NulFreeText, default=None)
+    disqualified_by_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), default=None
+    )
+
+    members: Mapped[list[TeamMember]] = relationship(
+        order_by="TeamMember.registered_at", cascade="all, delete-orphan"
+    )
+
+
+# One team per name in a competition whatever its case: `Fast` and `fast` are one name.
+Index("uq_teams_competition_id_name_lower", Team.competition_id, func.lower(Team.name), unique=True)
+
+
+class TeamMember(Base):
+    """A user's place in a team. Joining registers: it accepts the competition's rules, and
+    only the member's submissions made from then on count for the team."""
+
+    __tablename__ = "team_members"
+    # A user is in at most one team of a competition.
+    __table_args__ = (UniqueConstraint("competition_id", "user_id"),)
+
+    team_id: Mapped[int] = mapped_column(
+        ForeignKey("teams.id", ondelete="CASCADE"), primary_key=True
+    )
+    user_id: Mapped[int] = mapped_column(
+        ForeignKey("users.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    # The team's competition, kept here so the constraint above can hold.
+    competition_id: Mapped[int] = mapped_column(ForeignKey("competitions.id", ondelete="CASCADE"))
+    registered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    user: Mapped[User] = relationship()

@@ -159,6 +159,15 @@ class Api:
             )
         )
 
+    def standings(self, competition: str) -> dict[str, Any]:
+        return dict(
+            self.get_json(
+                f"/api/v1/competitions/{quote(competition)}/standings",
+                token=self.login.token,
+                hint_404=" (the competitions are listed at /competitions on the server)",
+            )
+        )
+
 
 def given(params: dict[str, Any]) -> dict[str, Any]:
     """The query parameters that were given: the server's defaults stand for the rest."""

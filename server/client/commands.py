@@ -385,6 +385,19 @@ def submissions(
     )
 
 
+@talks_to_server
+def standings(
+    competition: Annotated[str, typer.Argument(help="the competition's name")],
+    as_json: JsonOption = False,
+) -> None:
+    """A competition's standings: each team's total and its entry on each problem.
+
+    While the board is frozen, your own team's row counts all of its submissions."""
+    with api(config.load()) as server:
+        board = server.standings(competition)
+    print_or_show(board, as_json, show.standings)
+
+
 COMMANDS: tuple[Callable[..., None], ...] = (
     login,
     problems,
@@ -393,6 +406,7 @@ COMMANDS: tuple[Callable[..., None], ...] = (
     status,
     leaderboard,
     submissions,
+    standings,
 )
 
 

@@ -297,3 +297,42 @@ def submissions(out: Console, listed: list[dict[str, Any]]) -> None:
             when(row.get("finished_at")),
         )
     out.print(table)
+
+
+def standings(out: Console, board: dict[str, Any]) -> None:
+    """A competition's standings: rank, team, members, total, and each problem's rank and
+    score; the caller's row marked, disqualified teams with their reason."""
+    state = "frozen" if board.get("frozen") else "final" if board.get("final") else "live"
+    out.print(
+        Text(
+            f"{board.get('title')} ({board.get('competition')}): {board.get('status')}, "
+            f"{board.get('scoring')} on {board.get('gpu')}, {state}; closes "
+            f"{when(board.get('closes_at'))}"
+        )
+    )
+    names = [str(problem.get("name")) for problem in board.get("problems") or []]
+    table = Table("rank", "team", "members", "total", *names)
+    for row in board.get("rows") or []:
+        cells = row.get("problems") or {}
+        mark = " (you, live)" if row.get("live") else " (you)" if row.get("yours") else ""
+        rank = row.get("rank")
+        total = row.get("total")
+        table.add_row(
+            str(rank) if rank is not None else "—",
+            Text(f"{row.get('team')}{mark}"),
+            Text(" ".join(row.get("members") or [])),
+            f"{total:.4g}" if isinstance(total, int | float) else "",
+            *(
+                f"#{cells[name].get('rank')} {duration(cells[name].get('score'))}"
+                if name in cells
+                else ""
+                for name in names
+            ),
+        )
+    out.print(table)
+    for row in board.get("rows") or []:
+        disqualified = row.get("disqualified")
+        if disqualified:
+            out.print(Text(f"{row.get('team')} is disqualified: {disqualified.get('reason')}"))
+    for note in board.get("notes") or []:
+        out.print(Text(str(note)))

@@ -1,4 +1,5 @@
-"""Building a problem's leaderboard and submissions as tables, written as CSV or Parquet.
+"""Building a problem's leaderboard and submissions, and a competition's standings, as tables
+written as CSV or Parquet.
 
 A table is a list of columns (name and Arrow type) and rows of plain values; both formats
 are written from the same rows, so they always agree.
@@ -17,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from sqlalchemy.orm import Session
 
+from server.competitions.schemas import StandingsOut
 from server.errors import NotFound
 from server.leaderboards import service as leaderboards
 from server.models import Problem
@@ -108,6 +110,47 @@ def submissions_table(session: Session, problem: Problem) -> Table:
         for submission in submissions_repository.list_problem_submissions(session, problem.id)
     ]
     return Table(SUBMISSION_COLUMNS, rows)
+
+
+def standings_table(standings: StandingsOut) -> Table:
+    """One row a team, as the standings list them: rank, team, members (space-separated),
+    total, then for each problem its rank, score, value and submission id (empty where the
+    team has no entry), then the reason of a disqualification."""
+    columns: list[tuple[str, pa.DataType]] = [
+        ("rank", pa.int64()),
+        ("team", pa.string()),
+        ("members", pa.string()),
+        ("total", pa.float64()),
+    ]
+    for problem in standings.problems:
+        columns += [
+            (f"{problem.name}_rank", pa.int64()),
+            (f"{problem.name}_score", pa.float64()),
+            (f"{problem.name}_value", pa.float64()),
+            (f"{problem.name}_submission_id", pa.int64()),
+        ]
+    columns.append(("disqualified", pa.string()))
+    rows = []
+    for row in standings.rows:
+        values: list[Any] = [row.rank, row.team, " ".join(row.members), row.total]
+        for problem in standings.problems:
+            cell = row.problems.get(problem.name)
+            values += (
+                [cell.rank, cell.score, cell.value, cell.submission_id]
+                if cell is not None
+                else [None] * 4
+            )
+        values.append(row.disqualified.reason if row.disqualified is not None else None)
+        rows.append(tuple(values))
+    return Table(columns, rows)
+
+
+def standings_csv(standings: StandingsOut) -> Export:
+    return Export(
+        f"{standings.competition}_standings.csv",
+        FORMATS["csv"],
+        to_csv(standings_table(standings)),
+    )
 
 
 def to_csv(table: Table) -> bytes:

@@ -10,6 +10,16 @@ from sqlalchemy.orm import Session, defer
 from server.models import Problem, ProblemValidation
 
 
+# A problem without its largest columns (read on first use): its files, example solutions,
+# staged version and description.
+LIGHT = (
+    defer(Problem.files),
+    defer(Problem.solutions),
+    defer(Problem.candidate),
+    defer(Problem.description),
+)
+
+
 def get_problem(
     session: Session, name: str, *, for_update: bool = False, light: bool = False
 ) -> Problem | None:
@@ -17,10 +27,7 @@ def get_problem(
     on first use), which a submission's intake does not need."""
     query = select(Problem).where(Problem.name == name)
     if light:
-        query = query.options(
-            defer(Problem.files), defer(Problem.solutions), defer(Problem.candidate)
-        )
-        query = query.options(defer(Problem.description))
+        query = query.options(*LIGHT)
     if for_update:
         query = query.with_for_update()
     return session.scalar(query)
