@@ -41,9 +41,11 @@ from tests.services import service_missing
 pytestmark = pytest.mark.integration
 
 # A test-mode CPU grading takes about a second on two cores once the worker keeps its next
-# runner started, so a hundred fit in a few minutes with two workers.
-SUBMISSIONS = 100
-OUTAGE_S = 10.0
+# runner started: sixty, a fault at each fifth of them, keep jobs queued and running when
+# each fault strikes and fit in about a minute with two workers (bench/faults.py runs more).
+# An outage outlasts the anonymous pages' copies (ANONYMOUS_COPY_S) and a sweep.
+SUBMISSIONS = 60
+OUTAGE_S = 6.0
 SWEEP_INTERVAL_S = float(FAULT_SETTINGS["sweep_interval_s"])
 SWEEP_GRACE_S = float(FAULT_SETTINGS["sweep_grace_s"])
 # How long a page may be answered from memory after the database went away.
@@ -72,7 +74,7 @@ def test_worker_redis_and_postgres_faults_lose_nothing_and_record_each_submissio
         outcome = run_scenario(
             install,
             submissions=SUBMISSIONS,
-            pace_s=0.5,
+            pace_s=0.4,
             faults=("worker", "redis", "postgres"),
             outage_s=OUTAGE_S,
             drain_timeout_s=300,
