@@ -1,6 +1,6 @@
 """The ``kerneljudge`` command line: serve, worker, grade, user add, problem add, competition
-add, judge, judging, publish, discard, and the submitter's commands (login, submit, status, problems, bundle, leaderboard,
-submissions, standings)."""
+add, judge, judging, publish and discard, and the submitter's commands (login, submit,
+status, problems, bundle, leaderboard, submissions, standings)."""
 
 from __future__ import annotations
 
