@@ -104,7 +104,7 @@ async def test_a_judging_waits_for_the_close(client: httpx.AsyncClient, admin: A
 async def test_each_entry_is_graded_k_times_through_the_outbox(
     client: httpx.AsyncClient, admin: Account
 ) -> None:
-    name, names, _, _ = await closed_race(client, admin)
+    name, _, _, _ = await closed_race(client, admin)
     started = await judge(client, admin, name, runs=3)
     assert started.status_code == 201, started.text
     body = started.json()
@@ -257,7 +257,8 @@ async def test_judging_runs_are_on_no_board_and_in_no_count(
         own = await client.get("/api/v1/submissions", headers=member.headers)
         assert own.status_code == 200, own.text
         listed = {item["id"] for item in own.json()["submissions"]}
-        assert listed and not listed & set(sum(runs_of(body["id"]).values(), []))
+        judged = {run_id for ids in runs_of(body["id"]).values() for run_id in ids}
+        assert listed and not listed & judged
 
 
 async def test_a_report_recorded_twice_counts_once(
