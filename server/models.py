@@ -445,6 +445,9 @@ class Competition(Base):
     team_size: Mapped[int] = mapped_column(Integer)
     # Gradings of each entry at the final judging.
     final_runs: Mapped[int] = mapped_column(Integer)
+    # The worker fingerprint the final judging expects (schemas.Pin's fields given); None:
+    # no pin.
+    pin: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

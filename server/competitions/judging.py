@@ -18,7 +18,7 @@ and changes nothing.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -35,6 +35,7 @@ from server.competitions.service import get_competition, phase, when
 from server.errors import BadRequest, Conflict, NotFound
 from server.models import Competition, Judging, JudgingRun, Submission, Team, User, utcnow
 from server.outbox import jobs
+from server.submissions import reports
 
 
 class Stored(StrEnum):
@@ -81,6 +82,21 @@ class JudgedEntry:
         if not self.passed or len(scores) < 2:
             return None
         return statistics.stdev(scores) / statistics.mean(scores)
+
+    def off_pin(self, pin: Mapping[str, str] | None) -> list[int]:
+        """The runs graded on a worker whose fingerprint differs from ``pin`` in a field it
+        names (or that reported none); a run not graded yet is not judged by it."""
+        if not pin:
+            return []
+        found = []
+        for run in self.runs:
+            report = reports.stored(run)
+            if report is None:
+                continue
+            seen = report.fingerprint
+            if seen is None or any(getattr(seen, key) != value for key, value in pin.items()):
+                found.append(run.id)
+        return found
 
     def judged(self) -> Entry | None:
         """The entry the judged standings rank: None when a run failed."""

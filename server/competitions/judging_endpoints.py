@@ -32,6 +32,10 @@ class JudgedEntryOut(BaseModel):
     cv: float | None = Field(description="the scores' standard deviation over their mean")
     score_before: float = Field(description="the entry's score at the close")
     fails: bool = Field(description="a run did not pass: the entry drops from the standings")
+    off_pin: list[int] = Field(
+        description="runs graded on a worker whose fingerprint differs from the "
+        "competition's pin (or that reported none)"
+    )
 
 
 class JudgingRowOut(BaseModel):
@@ -84,6 +88,7 @@ def judging_body(session: Session, found: Judging) -> JudgingOut:
                         cv=entry.cv,
                         score_before=entry.entry.score,
                         fails=entry.done and not entry.passed,
+                        off_pin=entry.off_pin(shown.competition.pin),
                     )
                     for entry in row.entries
                 },

@@ -1,6 +1,7 @@
 """judgings: a competition's final judging (`judgings`), its runs (`judging_runs`: one
 submission per grading of a team's entry), and `submissions.judging_id`, which keeps those
-runs off every board and count. Submissions made before this revision belong to none.
+runs off every board and count, and `competitions.pin` (the worker fingerprint its judging
+expects). Submissions made before this revision belong to none; competitions pin none.
 
 Revision ID: 0018
 Revises: 0017
@@ -87,9 +88,11 @@ def upgrade() -> None:
     # A plain column (no foreign key): SQLite adds it without copying the table.
     op.add_column("submissions", sa.Column("judging_id", sa.Integer(), nullable=True))
     op.create_index(op.f("ix_submissions_judging_id"), "submissions", ["judging_id"])
+    op.add_column("competitions", sa.Column("pin", sa.JSON(), nullable=True))
 
 
 def downgrade() -> None:
+    op.drop_column("competitions", "pin")
     op.drop_index(op.f("ix_submissions_judging_id"), table_name="submissions")
     op.drop_column("submissions", "judging_id")
     op.drop_index(op.f("ix_judging_runs_judging_id"), table_name="judging_runs")

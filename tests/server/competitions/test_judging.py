@@ -22,6 +22,7 @@ from tests.server.competitions.rig import (
     OPENED,
     add_competition,
     by_team,
+    competition_file,
     enter,
     problems,
     ranked,
@@ -307,3 +308,35 @@ async def test_the_command_line_judges_publishes_and_prints_the_body(
     assert [(row["rank"], row["team"]) for row in final["rows"]] == [(1, "Red"), (None, "Blue")]
     discarded = CliRunner().invoke(cli, ["competition", "discard", name])
     assert discarded.exit_code == 1 and "published" in discarded.output
+
+
+async def test_the_preview_flags_runs_graded_off_the_pinned_fingerprint(
+    client: httpx.AsyncClient, admin: Account
+) -> None:
+    pin = {"device_name": "NVIDIA H200", "driver": "570.124.06"}
+    name, (first,), _, _ = await closed_race(client, admin, how_many=1, pin=pin)
+    shown = await client.get(f"/api/v1/competitions/{name}", headers=admin.headers)
+    assert shown.json()["pin"] == {**pin, "torch": None}
+    body = (await judge(client, admin, name, runs=3)).json()
+    seen = {"device_name": "NVIDIA H200", "torch": "2.9.0", "driver": "570.124.06"}
+    grade(
+        body,
+        "Red",
+        first,
+        [
+            {**passed(1e-3), "fingerprint": seen},
+            {**passed(1e-3), "fingerprint": {**seen, "driver": "575.51.03"}},
+            passed(1e-3),  # a worker too old to say
+        ],
+    )
+    red_runs = by_team(body)["Red"]["entries"][first]["runs"]
+    judged = by_team(await judging(client, admin, name))
+    assert judged["Red"]["entries"][first]["off_pin"] == red_runs[1:]
+    assert judged["Blue"]["entries"][first]["off_pin"] == []  # not graded yet
+
+
+async def test_a_pin_names_something(client: httpx.AsyncClient, admin: Account) -> None:
+    body = competition_file(problems(1), pin={})
+    refused = await client.post("/api/v1/competitions", json=body, headers=admin.headers)
+    assert refused.status_code == 422
+    assert "at least one of device_name, driver and torch" in refused.text
