@@ -18,6 +18,7 @@ from server.cli import app as cli
 from server.db import session_scope
 from server.models import JudgingRun, OutboxMessage, Submission, utcnow
 from server.outbox import jobs
+from server.submissions import reports, service
 from tests.server.competitions.rig import (
     OPENED,
     add_competition,
@@ -271,8 +272,16 @@ async def test_a_report_recorded_twice_counts_once(
     body = (await judge(client, admin, name, runs=2)).json()
     grade(body, "Red", first, [passed(3e-3), passed(3e-3)])
     blue_runs = by_team(body)["Blue"]["entries"][first]["runs"]
-    record(blue_runs[0], passed(1e-3))
-    record(blue_runs[0], passed(9e-3))
+    with session_scope() as db:
+        service.mark_running(db, blue_runs[0], "gpu-a:1")  # gpu-a dies while grading
+    with session_scope() as db:
+        service.mark_running(db, blue_runs[0], "gpu-b:1")  # the job came back to gpu-b
+        assert service.record_report(db, blue_runs[0], reports.parse(passed(1e-3)), "gpu-b:1")
+    with session_scope() as db:  # gpu-a's report, sent before it died, arrives late
+        assert not service.record_report(db, blue_runs[0], reports.parse(passed(9e-3)), "gpu-a:1")
+    with session_scope() as db:
+        graded = db.get(Submission, blue_runs[0])
+        assert graded is not None and (graded.worker, graded.score) == ("gpu-b:1", 1e-3)
     shown = await judging(client, admin, name)
     assert shown["status"] == "running" and shown["graded"] == 3
     record(blue_runs[1], passed(2e-3))
