@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import platform
 import re
 from dataclasses import dataclass
+
+from grader.report import Fingerprint
 
 _VENDOR_WORDS = {"nvidia", "geforce", "tesla", "quadro"}
 _SERIES_WORDS = {"rtx", "gtx"}
@@ -41,3 +44,56 @@ def detect_device(requested: str | None = None) -> DeviceInfo:
         return DeviceInfo(kind="cpu", device_type="cpu", name=platform.processor() or "cpu")
     name = torch.cuda.get_device_name(torch.cuda.current_device())
     return DeviceInfo(kind="cuda", device_type=device_type_from_name(name), name=name)
+
+
+@functools.cache
+def fingerprint(info: DeviceInfo) -> Fingerprint:
+    """This machine's fingerprint for reports graded on ``info`` (read once per process)."""
+    import torch
+
+    triton: str | None
+    try:
+        import triton as triton_module
+
+        triton = str(triton_module.__version__)
+    except ImportError:
+        triton = None
+    if info.kind != "cuda":
+        return Fingerprint(device_name=cpu_model(), torch=str(torch.__version__), triton=triton)
+    properties = torch.cuda.get_device_properties(torch.cuda.current_device())
+    uuid = getattr(properties, "uuid", None)
+    return Fingerprint(
+        device_name=info.name,
+        torch=str(torch.__version__),
+        gpu_uuid=f"GPU-{uuid}" if uuid is not None else None,
+        driver=driver_version(),
+        cuda=torch.version.cuda,
+        triton=triton,
+    )
+
+
+def cpu_model() -> str:
+    """The CPU's model as Linux names it, else what the platform says."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def driver_version() -> str | None:
+    """The NVIDIA driver's version through NVML, where pynvml is installed (grader/hygiene.py
+    reads the GPUs' state the same way); None elsewhere."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        version = pynvml.nvmlSystemGetDriverVersion()
+    except pynvml.NVMLError:
+        return None
+    return version.decode() if isinstance(version, bytes) else str(version)

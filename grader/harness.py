@@ -23,7 +23,7 @@ from grader import clock, inputs, nsight, plausibility, profiling, replies
 from grader.calibrate import DevicePeaks, measure_peaks
 from grader.check import is_tensor_tree, modified_inputs, wrong_output
 from grader.confine import DEFAULT_MEMORY_BYTES
-from grader.device import DeviceInfo, detect_device
+from grader.device import DeviceInfo, detect_device, fingerprint
 from grader.devicemap import harness_device_map
 from grader.expected import CUDA_ONLY, CaseSetup, ProblemSide, device_env
 from grader.hostsettings import HostSettings
@@ -127,6 +127,7 @@ def grade(
             device_name=info.name,
             device_type=info.device_type,
             device_peaks=peaks,
+            fingerprint=fingerprint(info),
         )
         grading = _Grading(problem, code, mode, info, ranked_seed, report, on_progress, peaks)
         grading.ncu, grading.why_not_ncu = ncu, why_not_ncu

@@ -268,6 +268,21 @@ class ReportFile:
     bytes: int  # its size
 
 
+@dataclass(frozen=True)
+class Fingerprint:
+    """The machine a report was graded on, as far as its timings depend on it: the GPU (its
+    name and UUID), the NVIDIA driver, CUDA, torch and Triton versions; on the CPU its model
+    and torch's version. A figure the worker could not read is None. The SM clock range a
+    grading saw is read from its cases (``Report.sm_clock_range``)."""
+
+    device_name: str
+    torch: str
+    gpu_uuid: str | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    triton: str | None = None
+
+
 @dataclass
 class Report:
     status: Status
@@ -298,6 +313,8 @@ class Report:
     # Compute report, PROFILE_FILE), with their size. Their bytes are in `contents` on the
     # side that made them, never in the JSON: a worker sends them on their own.
     files: dict[str, ReportFile] = field(default_factory=dict)
+    # The worker's machine; reports recorded before it was kept have none.
+    fingerprint: Fingerprint | None = field(default=None, metadata=SOMETIMES)
 
     def __post_init__(self) -> None:
         self.contents: dict[str, bytes] = {}
@@ -310,6 +327,16 @@ class Report:
         out = plain_dict(self)
         out["files"] = dict(sorted(out["files"].items()))
         return out
+
+    @property
+    def sm_clock_range(self) -> tuple[float, float] | None:
+        """The lowest and highest SM clock (MHz) its timed cases recorded, if any did."""
+        clocks = [
+            case.time.sm_clock_mhz
+            for case in self.cases
+            if case.time is not None and case.time.sm_clock_mhz is not None
+        ]
+        return (min(clocks), max(clocks)) if clocks else None
 
     @property
     def failed_cases(self) -> int:

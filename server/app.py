@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from server import anonymous
 from server.audit.endpoints import router as audit_router
 from server.competitions.endpoints import router as competitions_router
+from server.competitions.judging_endpoints import router as judging_router
 from server.errors import BadRequest, ErrorBody, KernelJudgeError, NotAuthenticated, Unavailable
 from server.exports.endpoints import router as exports_router
 from server.health import router as health_router
@@ -173,6 +174,7 @@ def create_app() -> FastAPI:
     app.include_router(submissions_router)
     app.include_router(leaderboards_router)
     app.include_router(competitions_router)
+    app.include_router(judging_router)
     app.include_router(audit_router)
     app.include_router(pages_router)
     app.include_router(competition_pages_router)

@@ -1,6 +1,6 @@
 """The ``kerneljudge`` command line: serve, worker, grade, user add, problem add, competition
-add, and the submitter's commands (login, submit, status, problems, bundle, leaderboard,
-submissions, standings)."""
+add, judge, judging, publish and discard, and the submitter's commands (login, submit,
+status, problems, bundle, leaderboard, submissions, standings)."""
 
 from __future__ import annotations
 
@@ -479,6 +479,94 @@ def competition_add(
         err.print(Text.assemble(("error: ", "red"), exc.detail), soft_wrap=True)
         raise typer.Exit(1) from exc
     typer.echo(f"competition {name!r} {done}; it opens at {opens}")
+
+
+def judging_command(action: Callable[[Any], Any]) -> Any:
+    """Run one judging action in a unit of work, a refusal printed as an error (exit 1)."""
+    from server.db import session_scope
+    from server.errors import KernelJudgeError
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            return action(session)
+    except KernelJudgeError as exc:
+        err.print(Text.assemble(("error: ", "red"), exc.detail), soft_wrap=True)
+        raise typer.Exit(1) from exc
+
+
+@competition_app.command("judge")
+@needs("server")
+def competition_judge(
+    name: Annotated[str, typer.Argument(help="the competition, closed")],
+    runs: Annotated[
+        int | None, typer.Option("--runs", help="gradings of each entry (default: final_runs)")
+    ] = None,
+) -> None:
+    """Start the final judging of a closed competition: every team's entry per problem is
+    graded again K times; prints the judging's id."""
+    from server.competitions import judging
+
+    def start(session: Any) -> str:
+        started = judging.start(session, name, runs, actor=None)
+        return f"{started.id}"
+
+    typer.echo(judging_command(start))
+
+
+@competition_app.command("judging")
+@needs("server")
+def competition_judging(
+    name: Annotated[str, typer.Argument(help="the competition")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the REST API's body")] = False,
+) -> None:
+    """The latest final judging: its state and the standings it would give beside the
+    current ones (who moves, who now fails, each entry's K scores and their spread)."""
+    from server.competitions import judging
+    from server.competitions.judging_endpoints import judging_body
+
+    def read(session: Any) -> Any:
+        _, found = judging.latest(session, name)
+        return judging_body(session, found)
+
+    body = judging_command(read)
+    if as_json:
+        typer.echo(body.model_dump_json(indent=2))
+        return
+    typer.echo(
+        f"judging {body.id} of {body.competition!r}: {body.status}, {body.graded} of "
+        f"{body.total_runs} runs graded, K={body.runs}"
+    )
+    for row in body.rows:
+        typer.echo(
+            f"  {row.team}: rank {row.rank_before} -> {row.rank_after}, total "
+            f"{row.total_before} -> {row.total_after}"
+        )
+        for problem, entry in row.entries.items():
+            scores = ", ".join("fail" if s is None else f"{s:.4g}" for s in entry.scores)
+            spread = "" if entry.cv is None else f", cv {entry.cv:.1%}"
+            verdict = "FAILS" if entry.fails else f"median {entry.median}"
+            typer.echo(f"    {problem}: [{scores}] {verdict}{spread}")
+
+
+@competition_app.command("publish")
+@needs("server")
+def competition_publish(name: Annotated[str, typer.Argument(help="the competition")]) -> None:
+    """Publish the ready judging: its standings become the final results, for everyone."""
+    from server.competitions import judging
+
+    done = judging_command(lambda session: judging.publish(session, name, actor=None).id)
+    typer.echo(f"judging {done} of {name!r} published: the standings are final")
+
+
+@competition_app.command("discard")
+@needs("server")
+def competition_discard(name: Annotated[str, typer.Argument(help="the competition")]) -> None:
+    """Discard the judging: kept with its verdicts, the standings unchanged."""
+    from server.competitions import judging
+
+    done = judging_command(lambda session: judging.discard(session, name, actor=None).id)
+    typer.echo(f"judging {done} of {name!r} discarded; the standings are as they were")
 
 
 if __name__ == "__main__":

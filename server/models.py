@@ -239,6 +239,9 @@ class Submission(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # A competition's final judging this run belongs to (a Judging's id): graded as any
+    # leaderboard run, but kept off every board, user page and competition count.
+    judging_id: Mapped[int | None] = mapped_column(Integer, default=None, index=True)
 
     user: Mapped[User] = relationship()
     problem: Mapped[Problem] = relationship()
@@ -442,6 +445,9 @@ class Competition(Base):
     team_size: Mapped[int] = mapped_column(Integer)
     # Gradings of each entry at the final judging.
     final_runs: Mapped[int] = mapped_column(Integer)
+    # The worker fingerprint the final judging expects (schemas.Pin's fields given); None:
+    # no pin.
+    pin: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -517,3 +523,50 @@ class TeamMember(Base):
     registered_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
     user: Mapped[User] = relationship()
+
+
+class Judging(Base):
+    """A competition's final judging: each entry graded again ``runs`` times after the close
+    (its runs: JudgingRun). Running until an organizer publishes or discards it; published,
+    its judged entries (``entries``, stored then) are the competition's final standings."""
+
+    __tablename__ = "judgings"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    competition_id: Mapped[int] = mapped_column(
+        ForeignKey("competitions.id", ondelete="CASCADE"), index=True
+    )
+    runs: Mapped[int] = mapped_column(Integer)
+    # server.competitions.judging.Stored: running, published or discarded ("ready" is a
+    # running judging whose runs are all graded, read from them).
+    status: Mapped[str] = mapped_column(NulFreeString(16))
+    # Published: team id (as text) -> problem name -> the judged entry, as scoring.Entry's
+    # fields in JSON; what the final standings rank.
+    entries: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    created_by_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), default=None
+    )
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    decided_by_id: Mapped[int | None] = mapped_column(
+        ForeignKey("users.id", ondelete="SET NULL"), default=None
+    )
+
+
+class JudgingRun(Base):
+    """One grading of a team's entry at a judging: a submission of its own (the entry's
+    author, problem and code), queued and recorded as any."""
+
+    __tablename__ = "judging_runs"
+
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), primary_key=True
+    )
+    judging_id: Mapped[int] = mapped_column(
+        ForeignKey("judgings.id", ondelete="CASCADE"), index=True
+    )
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    # The entry judged: the team's best counting submission to the problem at the close.
+    entry_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
+
+    submission: Mapped[Submission] = relationship(foreign_keys=[submission_id])

@@ -68,6 +68,7 @@ def detail(session: Session, competition: Competition, viewer: User | None) -> C
         problems=[problem_out(entry) for entry in service.shown_problems(competition, viewer)],
         final_runs=competition.final_runs,
         points_table=competition.points_table,
+        pin=competition.pin,
         created_at=competition.created_at,
         updated_at=competition.updated_at,
         your_team=team_out(mine) if mine is not None else None,

@@ -13,6 +13,8 @@ from server.leaderboards.repository import Versions, ranked_conditions
 from server.models import (
     Competition,
     CompetitionProblem,
+    Judging,
+    JudgingRun,
     Problem,
     Submission,
     Team,
@@ -181,3 +183,20 @@ def best_entries(
         .order_by(best.c.team_id)
     ).all()
     return [BestEntry(*row) for row in rows]
+
+
+def judgings(session: Session, competition_id: int) -> Sequence[Judging]:
+    """The competition's final judgings, oldest first."""
+    return session.scalars(
+        select(Judging).where(Judging.competition_id == competition_id).order_by(Judging.id)
+    ).all()
+
+
+def judging_runs(session: Session, judging_id: int) -> Sequence[tuple[JudgingRun, Submission]]:
+    rows = session.execute(
+        select(JudgingRun, Submission)
+        .join(Submission, Submission.id == JudgingRun.submission_id)
+        .where(JudgingRun.judging_id == judging_id)
+        .order_by(JudgingRun.submission_id)
+    ).all()
+    return [(run, submission) for run, submission in rows]

@@ -54,6 +54,23 @@ class ProblemInFile(BaseModel):
     )
 
 
+class Pin(BaseModel):
+    """The worker fingerprint a competition's final judging expects (grader/report.py's
+    Fingerprint): each field given must match a run's report, or the preview flags it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    device_name: str | None = Field(default=None, max_length=200, examples=["NVIDIA H200"])
+    driver: str | None = Field(default=None, max_length=64, examples=["570.124.06"])
+    torch: str | None = Field(default=None, max_length=64, examples=["2.9.0+cu128"])
+
+    @model_validator(mode="after")
+    def names_something(self) -> Self:
+        if self.device_name is None and self.driver is None and self.torch is None:
+            raise ValueError("a pin names at least one of device_name, driver and torch")
+        return self
+
+
 class CompetitionFile(BaseModel):
     """A competition as its organizers write it (docs/competitions.md)."""
 
@@ -89,6 +106,11 @@ class CompetitionFile(BaseModel):
         max_length=1000,
         description="rank_points only: the points of rank 1, 2, ... on each problem (0 past "
         "its end); default 100 / rank",
+    )
+    pin: Pin | None = Field(
+        default=None,
+        description="the worker fingerprint the final judging expects: its preview flags "
+        "every run graded elsewhere",
     )
 
     @field_validator("name")
@@ -239,6 +261,7 @@ class CompetitionOut(CompetitionSummary):
     )
     final_runs: int
     points_table: list[float] | None
+    pin: Pin | None = None
     created_at: datetime
     updated_at: datetime
     your_team: TeamOut | None = Field(

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from server.audit import service as audit
 from server.competitions import repository
-from server.competitions.schemas import CompetitionFile, Phase, ProblemInFile
+from server.competitions.schemas import CompetitionFile, Phase, Pin, ProblemInFile
 from server.competitions.scoring import Scoring
 from server.errors import BadRequest, Conflict, Forbidden, NotFound
 from server.models import Competition, CompetitionProblem, Team, TeamMember, User, utcnow
@@ -76,6 +76,7 @@ def file_of(competition: Competition) -> dict[str, Any]:
         team_size=competition.team_size,
         final_runs=competition.final_runs,
         points_table=competition.points_table,
+        pin=Pin.model_validate(competition.pin) if competition.pin is not None else None,
     ).model_dump(mode="json")
 
 
@@ -173,6 +174,7 @@ def apply_file(
     competition.points_table = file.points_table
     competition.team_size = file.team_size
     competition.final_runs = file.final_runs
+    competition.pin = file.pin.model_dump(exclude_none=True) if file.pin is not None else None
     competition.problems = [
         CompetitionProblem(
             problem=found[entry.name],

@@ -17,7 +17,7 @@ from datetime import datetime
 
 from sqlalchemy.orm import Session
 
-from server.competitions import repository
+from server.competitions import judging, repository
 from server.competitions.schemas import Phase
 from server.competitions.scoring import Contender, Entry, Placed, ProblemRule, Scoring, rank
 from server.competitions.service import phase, shown_problems, when
@@ -61,7 +61,8 @@ class Board:
 def board(session: Session, competition: Competition, viewer: User | None) -> Board:
     now = utcnow()
     scoring = Scoring(competition.scoring)
-    final = False  # final judging publishes results: not built yet
+    published = judging.final_entries(session, competition)
+    final = published is not None
     organizer = problems.is_admin(viewer)
     freeze = competition.freeze_at
     frozen_for_public = freeze is not None and now >= freeze and not final
@@ -70,12 +71,9 @@ def board(session: Session, competition: Competition, viewer: User | None) -> Bo
     mine = None
     if viewer is not None:
         mine = next((t for t in teams if any(m.user_id == viewer.id for m in t.members)), None)
-    rules = [
-        ProblemRule(entry.problem.name, entry.weight, entry.baseline_s)
-        for entry in competition.problems
-    ]
+    rules = rules_of(competition)
     until = freeze if frozen and freeze is not None else competition.closes_at
-    entries = entries_by_team(session, competition, until)
+    entries = published if published is not None else entries_by_team(session, competition, until)
     rows = ranked_rows(competition, scoring, rules, teams, entries, mine)
     if frozen and mine is not None and mine.disqualified_at is None:
         # The caller's team against the frozen board, its own entries counted whole.
@@ -96,6 +94,7 @@ def board(session: Session, competition: Competition, viewer: User | None) -> Bo
         [rule for rule in rules if rule.name in {entry.problem.name for entry in shown}],
         now,
         frozen=frozen,
+        final=final,
         yours=frozen and mine is not None,
         organizers_view=frozen_for_public and organizer,
     )
@@ -129,6 +128,23 @@ def ranked_rows(
     return [Row(t, placed.get(t.id), yours=t is mine, live=live and t is mine) for t in standing]
 
 
+def ranked_placements(
+    competition: Competition, teams: Sequence[Team], entries: dict[int, dict[str, Entry]]
+) -> dict[int, Placed]:
+    """Team id -> where ``entries`` place it (teams without an entry are absent)."""
+    rows = ranked_rows(
+        competition, Scoring(competition.scoring), rules_of(competition), teams, entries, None
+    )
+    return {row.team.id: row.placed for row in rows if row.placed is not None}
+
+
+def rules_of(competition: Competition) -> list[ProblemRule]:
+    return [
+        ProblemRule(entry.problem.name, entry.weight, entry.baseline_s)
+        for entry in competition.problems
+    ]
+
+
 def entries_by_team(
     session: Session, competition: Competition, until: datetime, team: Team | None = None
 ) -> dict[int, dict[str, Entry]]:
@@ -160,6 +176,7 @@ def board_notes(
     now: datetime,
     *,
     frozen: bool,
+    final: bool,
     yours: bool,
     organizers_view: bool,
 ) -> list[str]:
@@ -188,7 +205,12 @@ def board_notes(
                 f"No baseline time yet for {', '.join(missing)}: left out of the totals until "
                 "the organizers set one."
             )
-    if now >= competition.closes_at:
+    if final:
+        notes.append(
+            "These are the final results: at the final judging each entry was graded again, "
+            "its score the median of those gradings."
+        )
+    elif now >= competition.closes_at:
         notes.append(
             f"The competition closed at {when(competition.closes_at)}; the results are not "
             "final until the organizers publish them."

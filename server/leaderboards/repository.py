@@ -38,7 +38,8 @@ class Board(NamedTuple):
 
 def _ranked_terms(submission: Any) -> tuple[Any, ...]:
     """What puts a submission on a leaderboard: a passed, scored leaderboard-mode run that
-    organizers have neither hidden nor marked as hacked (its user's ban is checked apart).
+    organizers have neither hidden nor marked as hacked, and no final judging's run (its
+    user's ban is checked apart).
     Stated once for both readings: on the `Submission` class each term is SQL (`ranked`),
     on a submission in memory a bool (`is_ranked`)."""
     return (
@@ -47,6 +48,7 @@ def _ranked_terms(submission: Any) -> tuple[Any, ...]:
         submission.score != None,  # noqa: E711  (SQL: IS NOT NULL)
         submission.is_hidden == False,  # noqa: E712  (SQL: = false)
         submission.is_hacked == False,  # noqa: E712
+        submission.judging_id == None,  # noqa: E711
     )
 
 

@@ -36,6 +36,7 @@ from server.models import Submission, User
 from server.settings import Settings
 from server.submissions import disclosure, files, reports, service
 from server.submissions.schemas import (
+    FingerprintOut,
     SubmissionAccepted,
     SubmissionCreate,
     SubmissionList,
@@ -269,6 +270,7 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         worker=submission.worker,
         phases=service.phases(submission, report),
         device_name=report.device_name if report is not None else None,
+        fingerprint=FingerprintOut.of(report),
         device_peaks=report.device_peaks if report is not None else None,
         files=shown.files,
         stdout=shown.stdout,

@@ -49,11 +49,12 @@ def list_user_submissions(
     problem_id: int | None = None,
     before: int | None = None,
 ) -> Sequence[Submission]:
-    """Newest first; `before`: only those older than this id (the next page)."""
+    """Newest first; `before`: only those older than this id (the next page). A final
+    judging's runs are the organizers', not the user's: never listed."""
     query = (
         select(Submission)
         .options(joinedload(Submission.problem))
-        .where(Submission.user_id == user_id)
+        .where(Submission.user_id == user_id, Submission.judging_id.is_(None))
         .order_by(Submission.id.desc())
         .limit(limit)
     )

@@ -64,6 +64,33 @@ class SubmissionList(BaseModel):
     )
 
 
+class FingerprintOut(BaseModel):
+    device_name: str
+    gpu_uuid: str | None
+    driver: str | None
+    cuda: str | None
+    torch: str
+    triton: str | None
+    sm_clock_mhz: tuple[float, float] | None = Field(
+        description="the lowest and highest SM clock its timed cases recorded"
+    )
+
+    @classmethod
+    def of(cls, report: Report | None) -> FingerprintOut | None:
+        if report is None or report.fingerprint is None:
+            return None
+        found = report.fingerprint
+        return cls(
+            device_name=found.device_name,
+            gpu_uuid=found.gpu_uuid,
+            driver=found.driver,
+            cuda=found.cuda,
+            torch=found.torch,
+            triton=found.triton,
+            sm_clock_mhz=report.sm_clock_range,
+        )
+
+
 class SubmissionOut(SubmissionSummary):
     """A submission and its report (the report's fields are filled once it is graded): its
     summary's fields, then these."""
@@ -91,6 +118,12 @@ class SubmissionOut(SubmissionSummary):
         "pauses_in_timed_calls, harness_clock, setup, teardown)"
     )
     device_name: str | None
+    fingerprint: FingerprintOut | None = Field(
+        default=None,
+        description="the worker's machine (GPU name and UUID, driver, CUDA, torch, Triton; on "
+        "the CPU its model and torch) and the SM clock range its timed cases saw; none for "
+        "reports recorded before it was kept",
+    )
     device_peaks: DevicePeaks | None = Field(
         description="the worker's measured copy bandwidth and matrix rate behind each "
         "case's speed-of-light fraction"

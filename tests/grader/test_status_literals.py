@@ -11,8 +11,16 @@ GRADER = Path(__file__).resolve().parents[2] / "grader"
 SERVER = GRADER.parent / "server"
 # Fields that carry a Status, a Mode or a ValidationStatus.
 VERDICT_FIELDS = {"status", "mode"}
-# Calls whose `mode` is no grading mode (ast.parse's, a file's).
-OTHER_MODES = {"parse", "compile", "open", "fdopen", "field_validator", "model_validator"}
+# Calls whose `mode` is no grading mode (ast.parse's, a file's, pydantic's model_dump).
+OTHER_MODES = {
+    "parse",
+    "compile",
+    "open",
+    "fdopen",
+    "field_validator",
+    "model_validator",
+    "model_dump",
+}
 
 
 def _is_text(node: ast.AST) -> bool:

@@ -2,9 +2,9 @@
 (server/submissions/reports.py), on the submission's API body and on its page. The shapes
 below are those `git log -p grader/report.py server/submissions/schemas.py` shows were
 written: a first report of plain dicts, cases without runner_time or profile, reports from
-before phases, files, cases_wall_s or device_peaks' cache_bytes, the results step's own
-error for an invalid report (no problem, mode "" and device ""), a worker's failure with
-no cases, keys no longer known, and today's."""
+before phases, files, cases_wall_s, device_peaks' cache_bytes or the worker's fingerprint,
+the results step's own error for an invalid report (no problem, mode "" and device ""), a
+worker's failure with no cases, keys no longer known, and today's."""
 
 from __future__ import annotations
 
@@ -138,11 +138,23 @@ WITH_UNKNOWN_KEYS = {
     "retired_field": 1,
     "cases": [{**CASE_OF_OLD, "old_note": "x", "time": {**TIME_OF_OLD, "std_s": 1e-4}}],
 }
+FINGERPRINT = {
+    "device_name": "NVIDIA H200",
+    "torch": "2.9.0",
+    "gpu_uuid": "GPU-6f1c4b1e-0000-0000-0000-000000000000",
+    "driver": "570.124.06",
+    "cuda": "12.8",
+    "triton": "3.5.0",
+}
+BEFORE_FINGERPRINTS = TODAY
+TODAY = {**BEFORE_FINGERPRINTS, "fingerprint": FINGERPRINT}
+
 SHAPES = {
     "first": FIRST,
     "with device_peaks": WITH_PEAKS,
     "with phases and runner_time": WITH_PHASES,
     "profile mode with files": WITH_PROFILE,
+    "before fingerprints": BEFORE_FINGERPRINTS,
     "today": TODAY,
     "invalid report of old": INVALID_OF_OLD,
     "worker failure with no cases": WORKER_FAILURE_OF_OLD,
@@ -192,6 +204,14 @@ async def test_a_stored_report_of_every_shape_reads_and_renders(
         if kept.get("time"):
             assert shown["time"]["median_s"] == kept["time"]["median_s"]
     assert body["files"] == raw.get("files", {})
+    if "fingerprint" in raw:
+        clocks = [case["time"]["sm_clock_mhz"] for case in raw["cases"]]
+        assert body["fingerprint"] == {
+            **raw["fingerprint"],
+            "sm_clock_mhz": [min(clocks), max(clocks)],
+        }
+    else:
+        assert body["fingerprint"] is None
     if shape == "today":
         # Today's report reads on the API as the worker wrote it, key for key.
         assert body["cases"] == raw["cases"]

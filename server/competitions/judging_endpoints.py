@@ -1,0 +1,155 @@
+"""Routes of a competition's final judging (admins): start one after the close, read its
+preview, publish or discard it. The command line's ``competition judging --json`` prints
+the same body (``judging_body``)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
+
+from grader.report import TERMINAL_STATUSES
+from server.competitions import judging
+from server.deps import AdminUser, SessionDep
+from server.errors import BadRequest, Conflict, Forbidden, NotAuthenticated, NotFound, responses
+from server.models import Judging
+
+router = APIRouter(prefix="/api/v1/competitions", tags=["competitions"])
+
+
+class JudgingStart(BaseModel):
+    runs: int | None = Field(
+        default=None, description="gradings of each entry (default: the competition's final_runs)"
+    )
+
+
+class JudgedEntryOut(BaseModel):
+    entry_id: int = Field(description="the team's entry at the close, graded again")
+    runs: list[int] = Field(description="the judging's submissions grading it")
+    statuses: list[str]
+    scores: list[float | None] = Field(description="each run's score in seconds (None: failed)")
+    median: float | None = Field(description="the judged score; None: a run failed")
+    cv: float | None = Field(description="the scores' standard deviation over their mean")
+    score_before: float = Field(description="the entry's score at the close")
+    fails: bool = Field(description="a run did not pass: the entry drops from the standings")
+    off_pin: list[int] = Field(
+        description="runs graded on a worker whose fingerprint differs from the "
+        "competition's pin (or that reported none)"
+    )
+
+
+class JudgingRowOut(BaseModel):
+    team: str
+    rank_before: int | None
+    rank_after: int | None
+    total_before: float | None
+    total_after: float | None
+    moves: int | None = Field(
+        description="places gained (negative: lost); None where either rank is missing"
+    )
+    entries: dict[str, JudgedEntryOut] = Field(description="by problem name")
+
+
+class JudgingOut(BaseModel):
+    id: int
+    competition: str
+    status: str = Field(description="running, ready (every run graded), published or discarded")
+    runs: int = Field(description="K: gradings of each entry")
+    graded: int = Field(description="runs with a verdict")
+    total_runs: int
+    created_at: str
+    decided_at: str | None
+    rows: list[JudgingRowOut] = Field(description="in the judged standings' order")
+
+
+def judging_body(session: Session, found: Judging) -> JudgingOut:
+    shown = judging.preview(session, found)
+    all_runs = [run for row in shown.rows for entry in row.entries for run in entry.runs]
+    rows = []
+    for row in shown.rows:
+        before, after = row.before, row.after
+        rows.append(
+            JudgingRowOut(
+                team=row.team.name,
+                rank_before=before.rank if before is not None else None,
+                rank_after=after.rank if after is not None else None,
+                total_before=before.total if before is not None else None,
+                total_after=after.total if after is not None else None,
+                moves=before.rank - after.rank
+                if before is not None and after is not None
+                else None,
+                entries={
+                    entry.problem: JudgedEntryOut(
+                        entry_id=entry.entry.submission_id,
+                        runs=[run.id for run in entry.runs],
+                        statuses=[run.status for run in entry.runs],
+                        scores=entry.scores,
+                        median=entry.median,
+                        cv=entry.cv,
+                        score_before=entry.entry.score,
+                        fails=entry.done and not entry.passed,
+                        off_pin=entry.off_pin(shown.competition.pin),
+                    )
+                    for entry in row.entries
+                },
+            )
+        )
+    return JudgingOut(
+        id=found.id,
+        competition=shown.competition.name,
+        status=shown.status,
+        runs=found.runs,
+        graded=sum(run.status in TERMINAL_STATUSES for run in all_runs),
+        total_runs=len(all_runs),
+        created_at=found.created_at.isoformat(),
+        decided_at=found.decided_at.isoformat() if found.decided_at is not None else None,
+        rows=rows,
+    )
+
+
+ERRORS = responses(BadRequest, NotAuthenticated, Forbidden, NotFound, Conflict)
+
+
+@router.post(
+    "/{name}/judgings",
+    status_code=201,
+    response_model=JudgingOut,
+    responses=ERRORS,
+    summary="Start the final judging: every entry graded again K times",
+)
+def start_judging(
+    name: str, session: SessionDep, admin: AdminUser, body: JudgingStart | None = None
+) -> JudgingOut:
+    started = judging.start(session, name, body.runs if body is not None else None, admin)
+    return judging_body(session, started)
+
+
+@router.get(
+    "/{name}/judging",
+    response_model=JudgingOut,
+    responses=ERRORS,
+    summary="The latest final judging: its state and the standings it would give",
+)
+def read_judging(name: str, session: SessionDep, admin: AdminUser) -> JudgingOut:
+    _, found = judging.latest(session, name)
+    return judging_body(session, found)
+
+
+@router.post(
+    "/{name}/judging/publish",
+    response_model=JudgingOut,
+    responses=ERRORS,
+    summary="Publish the ready judging: its standings become the final results",
+)
+def publish_judging(name: str, session: SessionDep, admin: AdminUser) -> JudgingOut:
+    return judging_body(session, judging.publish(session, name, admin))
+
+
+@router.post(
+    "/{name}/judging/discard",
+    response_model=JudgingOut,
+    responses=ERRORS,
+    summary="Discard the judging: kept with its verdicts, the standings unchanged",
+)
+def discard_judging(name: str, session: SessionDep, admin: AdminUser) -> JudgingOut:
+    return judging_body(session, judging.discard(session, name, admin))

@@ -1,0 +1,107 @@
+"""Revision 0018 on SQLite and PostgreSQL: a database with a competition and submissions
+gains the judging tables and ``submissions.judging_id`` (none for the submissions already
+there); a downgrade takes them away and leaves the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from alembic import command
+from sqlalchemy import MetaData, Table, create_engine, inspect, text
+from sqlalchemy.orm import Session
+
+from server.db import alembic_config
+from server.models import (
+    Competition,
+    CompetitionProblem,
+    Judging,
+    JudgingRun,
+    Problem,
+    Submission,
+    Team,
+    User,
+    utcnow,
+)
+from tests.services import fresh_postgres_database
+
+TABLES = {"judgings", "judging_runs"}
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'm.sqlite3'}"
+    else:
+        with fresh_postgres_database() as found:
+            yield found
+
+
+def test_the_judging_tables_come_and_go_with_their_revision(url: str) -> None:
+    config = alembic_config(url)
+    command.upgrade(config, "0017")
+    engine = create_engine(url)
+    now = utcnow()
+    try:
+        with Session(engine) as db:
+            ada = User(name="ada")
+            problem = Problem(name="vectoradd", files={}, files_sha256="0" * 64, secret_seed=1)
+            competition = Competition(
+                name="sprint", title="Sprint", gpu_type="cpu", opens_at=now,
+                closes_at=now + timedelta(days=1), scoring="rank_points", team_size=1,
+                final_runs=5, problems=[CompetitionProblem(problem=problem, position=0)],
+            )  # fmt: skip
+            db.add_all([ada, competition])
+            db.flush()
+            db.add(Team(competition_id=competition.id, name="ada", invite_code="a" * 22))
+            db.commit()
+        # A submission made before the revision, written as that revision's table holds it.
+        submissions = Table("submissions", MetaData(), autoload_with=engine, resolve_fks=False)
+        with engine.begin() as connection:
+            connection.execute(
+                submissions.insert().values(
+                    user_id=1, problem_id=1, problem_version=1, code="x",
+                    code_sha256="0" * 64, mode="leaderboard", gpu_type="cpu", status="passed",
+                    score=1e-3, message="", flags=[], is_hidden=False, is_hacked=False,
+                    created_at=now,
+                )
+            )  # fmt: skip
+        command.upgrade(config, "head")
+        with engine.connect() as connection:
+            assert set(inspect(connection).get_table_names()) >= TABLES
+        with Session(engine) as db:
+            entry = db.get(Submission, 1)
+            assert entry is not None and entry.judging_id is None
+            judging = Judging(competition_id=1, runs=1, status="running")
+            db.add(judging)
+            db.flush()
+            run = Submission(
+                user_id=1,
+                problem_id=1,
+                problem_version=1,
+                code="x",
+                code_sha256="0" * 64,
+                mode="leaderboard",
+                gpu_type="cpu",
+                judging_id=judging.id,
+            )
+            db.add(run)
+            db.flush()
+            db.add(
+                JudgingRun(
+                    submission_id=run.id, judging_id=judging.id, team_id=1, entry_id=entry.id
+                )
+            )
+            db.commit()
+        command.downgrade(config, "0017")
+        with engine.connect() as connection:
+            found = inspect(connection)
+            assert not TABLES & set(found.get_table_names())
+            columns = {column["name"] for column in found.get_columns("submissions")}
+            assert "judging_id" not in columns
+            assert connection.execute(text("SELECT count(*) FROM submissions")).scalar() == 2
+        command.upgrade(config, "head")
+    finally:
+        engine.dispose()
