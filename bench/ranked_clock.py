@@ -153,6 +153,7 @@ def spread(problems: list[str], runs: int, mode: str, solutions: list[str]) -> N
                 emit({"what": "grading", "problem": name, "solution": solution_name,
                       "score_us": _us(report["score"]), "wall_s": round(report["wall_s"], 2),
                       "flags": report["flags"], "short_calls": report.get("short_calls"),
+                      "fingerprint": report.get("fingerprint"),
                       "cases": clocks(report)})  # fmt: skip
                 per_case.append(case_figures(report))
                 detail.append(clocks(report))
