@@ -143,3 +143,23 @@ async def test_a_cpu_profile_heading_and_calls_add_up(browser: httpx.AsyncClient
     assert "49.4 µs a call in all, under the profiler" in page
     assert "25 µs of it in the operations listed" in page
     assert '<td class="num">1</td>' in page and ">1.0<" not in page
+
+
+async def test_a_warning_says_what_to_do_and_keeps_why_folded(
+    browser: httpx.AsyncClient,
+) -> None:
+    """Two warnings filled three screens of a phone: each now shows its title and what to
+    do, its reasons folded under "Why"."""
+    new_problem("folded")
+    author, token = make_user()
+    sid = graded(token, "folded", "w", mode="benchmark")
+    timed = {"median_s": 1e-4, "iqr_over_median": 0.3, "cv": 0.3, "samples": 40}
+    case = {**untimed("benchmark"), "time": timed, "roofline": {"sol_fraction": 2.0}}
+    stored(sid, status="passed", message="all 1 benchmark cases passed", cases=[case])
+    await log_in(browser, author)
+    page = (await browser.get(f"/submissions/{sid}", headers=HTML)).text
+    for key in ("noisy-warning", "sol-warning"):
+        box = page.split(f'id="{key}"', 1)[1].split("</div>", 1)[0]
+        shown, folded = box.split('<details class="why">', 1)
+        assert "What to do:" in shown and "</h2>" in shown
+        assert "<summary>Why</summary>" in folded and "<p>" in folded.split("</details>")[0]
