@@ -58,7 +58,7 @@ class Flagged:
 
 
 @dataclass(frozen=True)
-class Warning:
+class Caution:
     """A warning about a result: its anchor on the page, its title, what happened, and what
     to do."""
 
@@ -76,7 +76,7 @@ class Judgement:
     # The indexes of those cases in the report.
     noisy_at: frozenset[int] = frozenset()
     beyond_light_at: frozenset[int] = frozenset()
-    warnings: list[Warning] = field(default_factory=list)
+    warnings: list[Caution] = field(default_factory=list)
 
     @property
     def worst_spread(self) -> Flagged | None:
@@ -109,9 +109,9 @@ def judge_figures(cases: list[CaseFigures], *, scored: bool, warm_inputs: bool) 
     )
 
 
-def noisy_warning(noisy: list[Flagged], timed: int, *, scored: bool) -> Warning:
+def noisy_warning(noisy: list[Flagged], timed: int, *, scored: bool) -> Caution:
     worst = max(noisy, key=lambda case: case.value)
-    return Warning(
+    return Caution(
         "noisy-warning",
         "The machine was noisy while this ran",
         f"On {len(noisy)} of {timed} timed case{'' if timed == 1 else 's'} the middle half of "
@@ -125,10 +125,10 @@ def noisy_warning(noisy: list[Flagged], timed: int, *, scored: bool) -> Warning:
     )
 
 
-def light_warning(beyond: list[Flagged], *, warm_inputs: bool) -> Warning:
+def light_warning(beyond: list[Flagged], *, warm_inputs: bool) -> Caution:
     where = ", ".join(f"{case.label} ({percent(case.value)})" for case in beyond)
     if warm_inputs:
-        return Warning(
+        return Caution(
             "sol-warning",
             "Faster than the speed of light",
             f"The speed of light is above 100% on {where}. Benchmark mode on a CPU worker "
@@ -139,7 +139,7 @@ def light_warning(beyond: list[Flagged], *, warm_inputs: bool) -> Warning:
             "compare benchmark-mode times with benchmark-mode times; what ranks is "
             "leaderboard mode's.",
         )
-    return Warning(
+    return Caution(
         "sol-warning",
         "Faster than the speed of light",
         f"The speed of light is above 100% on {where}, which no kernel can reach: 100% is "

@@ -8,9 +8,7 @@ from typing import Any
 
 from grader.problem import Problem as GraderProblem
 from grader.report import CaseResult
-from server.client.figures import NOISY_SPREAD, CaseFigures, Judgement, judge_figures, labels
-
-__all__ = ["NOISY_SPREAD", "Judgement", "judge"]
+from server.client.figures import CaseFigures, Judgement, judge_figures, labels
 
 
 def judge(cases: list[CaseResult], *, scored: bool, warm_inputs: bool) -> Judgement:
