@@ -13,12 +13,12 @@ from rich.table import Table
 from rich.text import Text
 
 from grader.report import Status
+from server.client import figures
 
 # Output lines of a failed submission shown under its report; --json has them all.
 OUTPUT_LINES = 30
 # Width of tables written to a file or a pipe, where there is no terminal to measure.
 PIPE_WIDTH = 140
-UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
 # A case's profile when Nsight Compute ran on the worker (grader/nsight.py), and how to read
 # its table.
 NCU = "nsight-compute"
@@ -39,13 +39,13 @@ def console(*, stderr: bool = False) -> Console:
 
 
 def duration(seconds: float | None) -> str:
-    """20.32 µs, 1.234 ms, 2.500 s: four significant digits."""
-    if seconds is None:
-        return ""
-    unit, scale = next(((unit, scale) for unit, scale in UNITS if abs(seconds) >= scale), UNITS[-1])
-    value = seconds / scale
-    decimals = 3 if abs(value) < 10 else 2 if abs(value) < 100 else 1
-    return f"{value:.{decimals}f} {unit}"
+    """20.3 µs, 1.23 ms, 2.50 s, as the web pages write them; nothing where there is none."""
+    return figures.duration(seconds, missing="")
+
+
+def percent(fraction: float | None) -> str:
+    """A speed-of-light fraction as the web pages write it: 171.2%."""
+    return figures.percent(fraction, 1, missing="")
 
 
 def when(stamp: str | None) -> str:
@@ -64,13 +64,7 @@ def params(case: dict[str, Any]) -> str:
 
 def labels(cases: list[dict[str, Any]]) -> list[str]:
     """Each case as "test 0", "benchmark 2": its kind and its place among that kind."""
-    counts: dict[str, int] = {}
-    named = []
-    for case in cases:
-        kind = str(case.get("kind", "case"))
-        counts[kind] = counts.get(kind, -1) + 1
-        named.append(f"{kind} {counts[kind]}")
-    return named
+    return figures.labels(str(case.get("kind", "case")) for case in cases)
 
 
 def cases_table(cases: list[dict[str, Any]]) -> Table:
@@ -103,9 +97,9 @@ def cases_table(cases: list[dict[str, Any]]) -> Table:
                 duration(timing.get("median_s")),
                 duration(timing.get("min_s")),
                 spread,
-                f"{cv:.2%}" if cv is not None else "",
+                figures.percent(cv, 1, missing=""),
                 str(timing.get("samples", "")),
-                f"{sol:.2f}" if sol is not None else "",
+                percent(sol),
             ]
         if raised:
             row.append(duration((case.get("runner_time") or {}).get("median_s")))
@@ -162,14 +156,16 @@ def operations_table(label: str, case: dict[str, Any]) -> Table:
     profile = case["profile"]
     calls = max(1, int(profile.get("calls") or 1))
     table = Table("operation or kernel", "on", "calls", "self CPU", "CPU total", "self GPU",
-                  title=f"{label} ({params(case)}): "
-                  f"{duration(profile.get('wall_us_per_call', 0) / 1e6)} a call")  # fmt: skip
+                  title=f"{label} ({params(case)}): " + figures.profiled_call(
+                      profile.get("wall_us_per_call"),
+                      sum(float(row.get("self_us") or 0) for row in profile.get("rows") or [])
+                      / calls))  # fmt: skip
     for row in profile.get("rows") or []:
         device = row.get("self_device_us") or 0
         table.add_row(
             Text(str(row.get("name", ""))),
             str(row.get("device_type", "")),
-            f"{row.get('count', 0) / calls:g}",
+            figures.per_call(row.get("count", 0), calls),
             duration(row.get("self_us", 0) / calls / 1e6),
             duration(row.get("total_us", 0) / calls / 1e6),
             duration(device / calls / 1e6) if device else "",
@@ -191,13 +187,22 @@ def given(value: object) -> str:
 
 
 def report(out: Console, result: dict[str, Any]) -> None:
-    """A grading's verdict: the per-case table, the status, the score at full precision,
-    the message, and for a submission that did not pass the end of its output."""
+    """A grading's verdict: the per-case table, the warnings its numbers call for (as the
+    web page words them), the status, the score at full precision, the message, each
+    failing case's message once, and for a submission that did not pass the end of its
+    output."""
     cases = result.get("cases") or []
+    status = str(result.get("status", ""))
     if cases:
         out.print(cases_table(cases))
         profile_tables(out, cases)
-    status = str(result.get("status", ""))
+        warm = result.get("mode") == "benchmark" and result.get("gpu") == "cpu"
+        judged = figures.judge_figures(
+            figures.figures_of(cases), scored=result.get("score") is not None, warm_inputs=warm
+        )
+        for warning in judged.warnings:
+            out.print(Text(f"⚠ {warning.title}: {warning.said}", style="yellow"))
+            out.print(Text(f"What to do: {warning.advice}", style="yellow"))
     out.print(Text.assemble("status: ", (status, "green" if status == Status.PASSED else "red")))
     score = result.get("score")
     if score is not None:
@@ -206,12 +211,21 @@ def report(out: Console, result: dict[str, Any]) -> None:
             "cases' medians)"
         )
     message = str(result.get("message") or "")
+    failing = [
+        (label, case, str(case.get("message") or ""))
+        for label, case in zip(labels(cases), cases, strict=True)
+        if case.get("status") != Status.PASSED and case.get("message")
+    ]
+    if status == Status.FAILED and failing:
+        # The message lists the first few failing cases; every one is listed here, once.
+        message = message.split("\n", 1)[0]
     if message:
         out.print(Text(message))
-    for label, case in zip(labels(cases), cases, strict=True):
-        said = str(case.get("message") or "")
-        if case.get("status") != "passed" and said and said not in message:
-            out.print(Text(f"{label} ({params(case)}): {said}"))
+    for label, case, said in failing:
+        if said in message:
+            continue
+        # The grader's case message names its case ("case size=8: ..."): no second name.
+        out.print(Text(said if said.startswith("case ") else f"{label} ({params(case)}): {said}"))
     if result.get("flags"):
         out.print(Text(f"flags: {', '.join(map(str, result['flags']))}"))
     if status not in (Status.PASSED, Status.QUEUED, Status.RUNNING):
@@ -256,7 +270,7 @@ def leaderboard(out: Console, board: dict[str, Any]) -> None:
                 Text(str(entry.get("user"))),
                 duration(entry.get("score")) + mark,
                 repr(entry.get("score")),
-                f"{sol:.2f}" if sol is not None else "",
+                percent(sol),
                 str(entry.get("submission_id")),
                 when(entry.get("submitted_at")),
             )

@@ -11,7 +11,8 @@ from datetime import datetime
 from server.leaderboards.service import Record
 
 WIDTH, HEIGHT = 1040, 230
-LEFT, RIGHT, TOP, BOTTOM = 70, 20, 16, 34
+# LEFT leaves room for the score labels at the larger size a phone draws them (site.css).
+LEFT, RIGHT, TOP, BOTTOM = 130, 20, 16, 40
 
 
 @dataclass

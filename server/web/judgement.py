@@ -4,57 +4,29 @@ measured peaks are off; and which benchmark cases each device type really runs."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from grader.problem import Problem as GraderProblem
 from grader.report import CaseResult
-
-# Above this interquartile range over the median, a case's timing is noisy: on a quiet
-# machine the middle half of the samples lies within a few percent of the median.
-NOISY_SPREAD = 0.10
+from server.client.figures import CaseFigures, Judgement, judge_figures, labels
 
 
-@dataclass(frozen=True)
-class Flagged:
-    label: str  # as the case table names it: "benchmark 2"
-    value: float
-
-
-@dataclass(frozen=True)
-class Judgement:
-    timed: int = 0  # cases with a time
-    noisy: list[Flagged] = field(default_factory=list)  # spread above NOISY_SPREAD
-    beyond_light: list[Flagged] = field(default_factory=list)  # speed of light above 1
-    # The indexes of those cases in the report.
-    noisy_at: frozenset[int] = frozenset()
-    beyond_light_at: frozenset[int] = frozenset()
-
-    @property
-    def worst_spread(self) -> Flagged | None:
-        return max(self.noisy, key=lambda case: case.value, default=None)
-
-
-def judge(cases: list[CaseResult]) -> Judgement:
-    timed = 0
-    noisy: dict[int, Flagged] = {}
-    beyond_light: dict[int, Flagged] = {}
-    for index, case in enumerate(cases):
-        label = f"{case.kind} {index}"
-        if case.time is not None:
-            timed += 1
-            case_spread = case.time.spread
-            if case_spread is not None and case_spread > NOISY_SPREAD:
-                noisy[index] = Flagged(label, case_spread)
-        fraction = case.sol_fraction
-        if fraction is not None and fraction > 1:
-            beyond_light[index] = Flagged(label, fraction)
-    return Judgement(
-        timed,
-        list(noisy.values()),
-        list(beyond_light.values()),
-        frozenset(noisy),
-        frozenset(beyond_light),
+def judge(cases: list[CaseResult], *, scored: bool, warm_inputs: bool) -> Judgement:
+    """The warnings a report's cases call for, worded as the submitter's ``status`` words
+    them (server/client/figures.py)."""
+    named = labels(case.kind for case in cases)
+    return judge_figures(
+        [
+            CaseFigures(
+                label,
+                case.time is not None,
+                case.time.spread if case.time is not None else None,
+                case.sol_fraction,
+            )
+            for label, case in zip(named, cases, strict=True)
+        ],
+        scored=scored,
+        warm_inputs=warm_inputs,
     )
 
 

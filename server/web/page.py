@@ -16,6 +16,7 @@ from fastapi.templating import Jinja2Templates
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from server.client.figures import duration, per_call, percent, profiled_call
 from server.db import session_scope
 from server.deps import SessionDep, SettingsDep
 from server.errors import Forbidden, NotAuthenticated
@@ -36,20 +37,6 @@ def render_markdown(text: str) -> Markup:
     return Markup(markdown.render(text))
 
 
-UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6))
-
-
-def duration(seconds: object) -> str:
-    """A time for people: 20.3 µs, 1.25 ms, 2.00 s; a dash when there is none."""
-    if not isinstance(seconds, int | float) or not math.isfinite(seconds):
-        return "—"
-    unit, scale = next(
-        ((unit, scale) for unit, scale in UNITS if abs(seconds) >= scale), ("ns", 1e-9)
-    )
-    value = seconds / scale
-    return f"{value:.0f} {unit}" if value >= 1000 else f"{value:.3g} {unit}"
-
-
 def wait_time(seconds: object) -> str:
     """An expected wait for people: "about 40 s", "about 3 min", "under a second"."""
     if not isinstance(seconds, int | float) or not math.isfinite(seconds):
@@ -59,12 +46,6 @@ def wait_time(seconds: object) -> str:
     if seconds < 90:
         return f"about {seconds:.0f} s"
     return f"about {seconds / 60:.0f} min"
-
-
-def percent(fraction: object, digits: int = 0) -> str:
-    if not isinstance(fraction, int | float) or not math.isfinite(fraction):
-        return "—"
-    return f"{fraction * 100:.{digits}f}%"
 
 
 def when(moment: datetime | None) -> str:
@@ -81,6 +62,8 @@ templates.env.filters.update(
     duration=duration,
     wait_time=wait_time,
     percent=percent,
+    per_call=per_call,
+    profiled_call=profiled_call,
     when=when,
     iso=iso,
 )

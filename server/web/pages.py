@@ -16,6 +16,7 @@ from grader.problem import Problem as GraderProblem
 from grader.report import Mode, Status
 from server import anonymous, downloads
 from server.cache import Lru
+from server.client.figures import labels
 from server.deps import RowId
 from server.errors import (
     BadRequest,
@@ -316,6 +317,7 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
     report = reports.stored(submission)
     show_code = submissions.can_see_code(page.viewer, submission)
     shown = disclosure.disclose(page.viewer, submission, report, code_visible=show_code)
+    warm_inputs = report is not None and report.timed_on_warm_inputs
     return {
         "submission": submission,
         "report": report,
@@ -324,10 +326,48 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
         "wait": submissions.queue_wait(page.session, submission),
         "show_code": show_code,
         "sol_fraction": report.sol_fraction if report is not None else None,
-        "judged": judgement.judge(shown.cases),
-        "noisy_spread": judgement.NOISY_SPREAD,
-        "warm_inputs": report is not None and report.timed_on_warm_inputs,
+        "judged": judgement.judge(
+            shown.cases, scored=submission.score is not None, warm_inputs=warm_inputs
+        ),
+        "case_labels": labels(case.kind for case in shown.cases),
+        "case_notes": case_notes(shown),
+        "logs": [
+            (name, text)
+            for name, text in (("stdout", shown.stdout), ("stderr", shown.stderr))
+            # An error's message is often the traceback its stderr holds: shown once.
+            if text.strip() and text.strip() not in shown.message
+        ],
+        "withheld_note": withheld_note(submission, shown, show_code=show_code),
+        "warm_inputs": warm_inputs,
     }
+
+
+def case_notes(shown: disclosure.DisclosedReport) -> list[str]:
+    """Each case's message as its row shows it: none where the message is the verdict's
+    own, or where it only says the details are withheld (the page says that once)."""
+    placeholders = {disclosure.WITHHELD, disclosure.PRIVATE, shown.message.strip()}
+    return [
+        "" if not case.message or case.message.strip() in placeholders else case.message
+        for case in shown.cases
+    ]
+
+
+def withheld_note(
+    submission: Submission, shown: disclosure.DisclosedReport, *, show_code: bool
+) -> str:
+    """Once, under a leaderboard-mode run its author reads, unless its verdict says it."""
+    if (
+        submission.mode != Mode.LEADERBOARD
+        or not shown.withheld
+        or not show_code
+        or submission.status in LIVE_STATUSES
+        or disclosure.WITHHELD in shown.message
+    ):
+        return ""
+    return (
+        "Output and error details of a leaderboard-mode run are withheld: the ranked inputs "
+        "stay secret. Submit the same code in test or benchmark mode to see them."
+    )
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)

@@ -100,7 +100,8 @@ def test_the_api_docs_run_under_the_sites_content_policy(page: Page, site: Site)
 
 def test_the_submit_page_edits_python_with_its_problems_template(page: Page, site: Site) -> None:
     """The code field is an editor: the chosen problem's template to start from, Python
-    highlighted, Tab indenting, and what it holds is what the form posts; on a phone too."""
+    highlighted, Tab moving the focus through it and never changing the code, Ctrl+]
+    indenting, and what it holds is what the form posts; on a phone too."""
     sign_up(page, site, "eve", "eve-password")
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(site.url("/submit"))
@@ -119,14 +120,42 @@ def test_the_submit_page_edits_python_with_its_problems_template(page: Page, sit
     )
     assert colours[0] != colours[1], colours
 
-    # Tab indents the line (four spaces) instead of leaving the field.
+    # Tab passes through the editor as through any field: into it and out again, from the
+    # file field to the Submit button, the template unchanged.
+    page.get_by_label("Upload a file").focus()
+    page.keyboard.press("Tab")
+    expect(editor).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(editor).not_to_be_focused()
+    expect(page.get_by_role("button", name="Submit", exact=True)).to_be_focused()
+    page.keyboard.press("Shift+Tab")
+    expect(editor).to_be_focused()
+    expect(page.locator("#code")).to_have_value(template)
+    expect(page.locator("#code-keys")).to_contain_text("Ctrl")
+
+    # Ctrl+] indents the line (four spaces), as the page says; the editor keeps the focus.
     editor.click()
     page.keyboard.press("Control+a")
     page.keyboard.type("x = 1")
-    page.keyboard.press("Home")
-    page.keyboard.press("Tab")
+    page.keyboard.press("Control+BracketRight")
     expect(page.locator("#code")).to_have_value("    x = 1")
     expect(editor).to_be_focused()
+    # A long line keeps its tokens whole: the editor scrolls sideways instead of wrapping.
+    page.keyboard.press("Control+a")
+    long_line = "def f(x: int) -> int: return x" + " + x" * 40
+    page.keyboard.type(long_line)
+    widths = page.evaluate(
+        """() => {
+            const scroller = document.querySelector(".code-editor .cm-scroller");
+            return [document.querySelectorAll(".code-editor .cm-line").length,
+                    scroller.scrollWidth > scroller.clientWidth,
+                    document.documentElement.scrollWidth, window.innerWidth];
+        }"""
+    )
+    assert widths[0] == 1 and widths[1] and widths[2] <= widths[3], widths
+    page.keyboard.press("Control+a")
+    page.keyboard.type("x = 1")
+    page.keyboard.press("Control+BracketRight")
 
     # Choosing another problem does not throw away code of one's own.
     page.locator("#problem").select_option("vectorsum")

@@ -1,10 +1,13 @@
 // The submit page's code editor: a CodeMirror view over each <textarea data-editor>, which
 // stays the form's field (the view writes every change back), so the form posts as before
-// and works without JavaScript. Python highlighting, Tab indents (Escape then Tab leaves the
-// editor, as CodeMirror's accessibility guide asks), and the chosen problem's template
+// and works without JavaScript. Python highlighting; Tab and Shift+Tab move focus as in any
+// other field and never change the code (a keyboard user must not be trapped, nor lose a
+// line's indentation by passing through); Ctrl+] and Ctrl+[ (Cmd on a Mac) indent and
+// unindent, Enter keeps the line's indentation; lines scroll sideways rather than wrapping,
+// so code never breaks mid-token on a narrow screen; and the chosen problem's template
 // filled in while the code is empty or still another problem's template (and emptied when a
 // file is chosen instead).
-import { defaultKeymap, history, historyKeymap, indentWithTab } from "@codemirror/commands";
+import { defaultKeymap, history, historyKeymap } from "@codemirror/commands";
 import { python } from "@codemirror/lang-python";
 import {
   bracketMatching,
@@ -23,6 +26,9 @@ import {
 } from "@codemirror/view";
 
 function attach(textarea) {
+  const described = [textarea.getAttribute("aria-describedby"), textarea.dataset.keys]
+    .filter(Boolean)
+    .join(" ");
   const view = new EditorView({
     parent: textarea.parentNode,
     state: EditorState.create({
@@ -38,15 +44,15 @@ function attach(textarea) {
         EditorState.tabSize.of(4),
         syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
         python(),
-        keymap.of([indentWithTab, ...defaultKeymap, ...historyKeymap]),
-        EditorView.lineWrapping,
+        keymap.of([...defaultKeymap, ...historyKeymap]),
+        // Through the view's own attributes: it rewrites its element's class on updates.
+        EditorView.editorAttributes.of({ class: "code-editor" }),
         EditorView.contentAttributes.of({
           "aria-label": "Code editor",
           // The field's error, when the form came back with one, is the editor's too.
           ...(textarea.getAttribute("aria-invalid") ? { "aria-invalid": "true" } : {}),
-          ...(textarea.getAttribute("aria-describedby")
-            ? { "aria-describedby": textarea.getAttribute("aria-describedby") }
-            : {}),
+          // So is the note on its keys (data-keys names it).
+          ...(described ? { "aria-describedby": described } : {}),
           spellcheck: "false",
           autocapitalize: "off",
           autocorrect: "off",
@@ -60,7 +66,6 @@ function attach(textarea) {
   textarea.parentNode.insertBefore(view.dom, textarea.nextSibling);
   textarea.hidden = true;
   textarea.dataset.editorAttached = "true";
-  view.dom.classList.add("code-editor");
   return view;
 }
 
