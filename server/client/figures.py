@@ -16,7 +16,7 @@ NONE = "—"
 
 
 def duration(seconds: object, missing: str = NONE) -> str:
-    """A time for people, three significant digits: 20.3 µs, 1.25 ms, 2.00 s."""
+    """A time for people, three significant digits at most: 20.3 µs, 1.25 ms, 2 s."""
     if not isinstance(seconds, int | float) or not math.isfinite(seconds):
         return missing
     unit, scale = next(((unit, scale) for unit, scale in UNITS if abs(seconds) >= scale), UNITS[-1])
