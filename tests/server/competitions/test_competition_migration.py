@@ -4,9 +4,7 @@ per name whatever its case; a downgrade takes them away and leaves the rest."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from alembic import command
@@ -16,18 +14,8 @@ from sqlalchemy.orm import Session
 
 from server.db import alembic_config
 from server.models import Competition, CompetitionProblem, Problem, Team, TeamMember, User, utcnow
-from tests.services import fresh_postgres_database
 
 TABLES = {"competitions", "competition_problems", "teams", "team_members"}
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'm.sqlite3'}"
-    else:
-        with fresh_postgres_database() as found:
-            yield found
 
 
 def test_the_competition_tables_come_and_go_with_their_revision(url: str) -> None:

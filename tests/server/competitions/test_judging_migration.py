@@ -4,11 +4,8 @@ there); a downgrade takes them away and leaves the rest."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
-import pytest
 from alembic import command
 from sqlalchemy import MetaData, Table, create_engine, inspect, text
 from sqlalchemy.orm import Session
@@ -25,18 +22,8 @@ from server.models import (
     User,
     utcnow,
 )
-from tests.services import fresh_postgres_database
 
 TABLES = {"judgings", "judging_runs"}
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.integration)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'm.sqlite3'}"
-    else:
-        with fresh_postgres_database() as found:
-            yield found
 
 
 def test_the_judging_tables_come_and_go_with_their_revision(url: str) -> None:
