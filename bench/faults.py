@@ -9,7 +9,7 @@ what the client saw and what the database holds, and writes it as JSON.
     python -m bench.faults --submissions 300 --appendonly
 
 Needs PostgreSQL's server binaries, redis-server and bubblewrap (the workers' sandbox).
-The rig is tests/integration/faults_rig.py."""
+The rig is rig/faults.py."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.provenance import provenance
-from tests.integration.faults_rig import (
+from rig.faults import (
     FAULT_SETTINGS,
     FAULTS,
     Fault,

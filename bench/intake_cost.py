@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.integration.cluster import postgres_cluster, redis_server
+from rig.cluster import postgres_cluster, redis_server
 
 REPO = Path(__file__).resolve().parent.parent
 PROBLEM = "vectoradd"

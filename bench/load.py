@@ -17,14 +17,11 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +32,9 @@ from sqlalchemy import Engine, create_engine, func, select, text
 # Only the tables: the rest of `server` reads the KJ_ settings when imported, and this
 # process never has them (serve and the seeding run as processes of their own).
 from bench.provenance import provenance
+from rig import processes
+from rig.cluster import free_port, postgres_cluster, redis_server
 from server.models import Submission
-from tests.integration.cluster import free_port, postgres_cluster, redis_server
 
 REPO = Path(__file__).resolve().parent.parent
 PROBLEM = "vectoradd"
@@ -179,54 +177,9 @@ class Target:
 
 
 def service_env(database_url: str, broker_url: str, data_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KJ_")}
-    env.update(
-        KJ_DATABASE_URL=database_url,
-        KJ_BROKER_URL=broker_url,
-        KJ_DATA_DIR=str(data_dir),
-        KJ_GPU_TYPES="cpu",
-        KJ_SUBMISSION_RATE_LIMIT="0",
-        PYTHONUNBUFFERED="1",
+    return processes.service_env(
+        data_dir, database_url=database_url, broker_url=broker_url, submission_rate_limit="0"
     )
-    return env
-
-
-@contextmanager
-def serving(
-    env: dict[str, str], port: int, log: Path, workers: int = 1
-) -> Iterator[subprocess.Popen[bytes]]:
-    """`kerneljudge serve` (the API and the results worker) until the block ends."""
-    argv = ["serve", "--port", str(port), "--workers", str(workers)]
-    with log.open("ab") as out:
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", *argv],
-            env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
-    try:
-        wait_for_health(serve, f"http://127.0.0.1:{port}", log)
-        yield serve
-    finally:
-        serve.terminate()
-        try:
-            serve.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(serve.pid, signal.SIGKILL)
-            serve.wait(timeout=10)
-
-
-def wait_for_health(serve: subprocess.Popen[bytes], base: str, log: Path) -> None:
-    deadline = time.monotonic() + 120
-    while True:
-        if serve.poll() is not None:
-            raise SystemExit(f"serve exited:\n{log.read_text()[-3000:]}")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline:
-            raise SystemExit(f"serve did not answer:\n{log.read_text()[-3000:]}")
-        time.sleep(0.3)
 
 
 def probe(base: str) -> list[dict[str, Any]]:
@@ -563,7 +516,9 @@ def drive(
 ) -> dict[str, Any]:
     """serve, probed once idle, then every load in turn; returns what each showed."""
     log, port = folder / "serve.log", args.port or free_port()
-    with serving(env, port, log, args.api_workers) as serve:
+    with processes.serve_process(
+        env, log, "--workers", str(args.api_workers), port=port, startup_s=120
+    ) as (serve, _):
         target = Target(serve, f"http://127.0.0.1:{port}", log, engine, postgres_pid, folder)
         idle = probe(target.base)
         print("idle:", idle)

@@ -8,12 +8,9 @@ show the service grading on a GPU worker (see docs/benchmarks.md)."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,18 +21,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
-TERMINAL = {"passed", "failed", "error", "timeout", "rejected"}
+from rig import processes
+from rig.processes import REPO_ROOT as REPO
+from rig.processes import TERMINAL, add_user
+
+# A GPU host's first `serve` imports torch and probes its device before answering.
+STARTUP_S = 300.0
 DEFAULT = ["problems/vectoradd/solutions/pytorch.py", "problems/vectoradd/solutions/triton.py"]
-
-
-def add_user(env: dict[str, str], name: str, admin: bool = False) -> str:
-    """`kerneljudge user add` against the install in `env`; returns the user's API token."""
-    done = subprocess.run(
-        [sys.executable, "-m", "server.cli", "user", "add", name, *(["--admin"] if admin else [])],
-        env=env, cwd=REPO, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    return done.stdout.strip().splitlines()[-1]
 
 
 def call(method: str, url: str, token: str | None = None, body: Any = None) -> Any:
@@ -52,12 +44,7 @@ def main() -> int:
     solutions = sys.argv[1:] or DEFAULT
     data_dir = Path(tempfile.mkdtemp(prefix="kj-demo-"))
     env = {**os.environ, "KJ_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
-    cli = [sys.executable, "-m", "server.cli"]
-    added = subprocess.run(
-        [*cli, "user", "add", "demo"], env=env, cwd=REPO, capture_output=True, text=True
-    )
-    print("$ kerneljudge user add demo ->", added.returncode, added.stderr.strip()[-300:])
-    token = added.stdout.strip().splitlines()[-1]
+    token = add_user(env, "demo")
     try:
         with serving(env, data_dir / "serve.log") as base:
             return demo(base, token, solutions)
@@ -69,34 +56,15 @@ def main() -> int:
 @contextmanager
 def serving(env: dict[str, str], log_path: Path) -> Iterator[str]:
     """`kerneljudge serve` (API, results step and a local grading worker) on a free port,
-    until the block ends; yields its base URL once it answers."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    base = f"http://127.0.0.1:{port}"
-    # Stopped from outside (a step's time limit), this process still ends the service.
+    until the block ends; yields its base URL once it answers. Stopped from outside (a
+    step's time limit), this process still ends the service and its process group: nothing
+    may keep the GPU after the run."""
     previous = signal.signal(signal.SIGTERM, _exit_on_signal)
-    with open(log_path, "wb") as log:
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "server.cli", "serve", "--port", str(port)],
-            env=env, cwd=REPO, stdout=log, stderr=log, start_new_session=True,
-        )  # fmt: skip
-        try:
-            for _ in range(1500):
-                try:
-                    call("GET", f"{base}/healthz")
-                    break
-                except (urllib.error.URLError, ConnectionError):
-                    time.sleep(0.2)
+    try:
+        with processes.serving(env, log_path, startup_s=STARTUP_S) as base:
             yield base
-        finally:
-            serve.terminate()
-            serve.wait(timeout=60)
-            # Whatever of its process group is left (a worker still shutting down, its
-            # runners) goes too: nothing may keep the GPU after the run.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(serve.pid, signal.SIGKILL)
-            signal.signal(signal.SIGTERM, previous)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _exit_on_signal(signum: int, frame: object) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from aiosmtpd.controller import Controller
 from playwright.sync_api import Page, ViewportSize, expect, sync_playwright
 
+from rig.processes import free_port
 from tests.browser.site import (
     ADMIN_NAME,
     ADMIN_PASSWORD,
@@ -35,7 +36,6 @@ from tests.browser.site import (
     submit_by_form,
     wait_for_verdict,
 )
-from tests.integration.processes import free_port
 
 DESKTOP: ViewportSize = {"width": 1280, "height": 860}
 PHONE: ViewportSize = {"width": 390, "height": 844}

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import Browser, Page, Playwright, expect
 
-from tests.integration.processes import REPO_ROOT, TERMINAL, kerneljudge, service_env, serving
+from rig.processes import REPO_ROOT, TERMINAL, kerneljudge, service_env, serving
 
 PROBLEMS_DIR = REPO_ROOT / "problems"
 VECTORADD = PROBLEMS_DIR / "vectoradd" / "solutions"

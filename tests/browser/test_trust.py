@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import Browser, Page, Route, expect
 
+from rig.processes import REPO_ROOT, kerneljudge
 from tests.browser.site import (
     Site,
     add_user_with_password,
@@ -25,7 +26,6 @@ from tests.browser.site import (
     submit_by_form,
     wait_for_verdict,
 )
-from tests.integration.processes import REPO_ROOT, kerneljudge
 
 # A kernel that fails on its own line: the traceback quotes it, and so would stdout.
 RAISING = """import torch

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.integration.processes import REPO_ROOT
+from rig.processes import REPO_ROOT
 
 SOURCE = ("kerneljudge", "server", "grader", "sandbox", "setup.py", "pyproject.toml", "README.md")
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.processes import REPO_ROOT, kerneljudge, service_env
+from rig.processes import REPO_ROOT, kerneljudge, service_env
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 
-from tests.integration.cluster import (
+from rig.cluster import (
     ServiceUnavailable,
     postgres_bin,
     postgres_cluster,

@@ -4,7 +4,7 @@ killed mid-grading, Redis restarts (without its data, then with its append-only 
 PostgreSQL restarts; every accepted submission is graded and recorded exactly once, and no
 client ever sees a 500. Then two promises of the outbox's sweeper: a job is sent again only
 when the broker lost it, and two API hosts' sweepers send a waiting job once. The rig is
-tests/integration/faults_rig.py (bench/faults.py runs the scenario with more submissions)."""
+rig/faults.py (bench/faults.py runs the scenario with more submissions)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,8 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from server import anonymous
-from server.leaderboards.service import PROBLEM_TTL_S
-from server.models import OutboxMessage, Submission
-from tests.integration.cluster import ServiceUnavailable, postgres_bin
-from tests.integration.faults_rig import (
+from rig.cluster import ServiceUnavailable, postgres_bin
+from rig.faults import (
     FAULT_SETTINGS,
     GRADED,
     KERNEL,
@@ -36,6 +33,9 @@ from tests.integration.faults_rig import (
     wait_for_line,
     wait_for_verdicts,
 )
+from server import anonymous
+from server.leaderboards.service import PROBLEM_TTL_S
+from server.models import OutboxMessage, Submission
 from tests.services import service_missing
 
 pytestmark = pytest.mark.integration

@@ -17,9 +17,7 @@ import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 
-from server.db import alembic_config
-from tests.integration.package import package_source
-from tests.integration.processes import (
+from rig.processes import (
     REPO_ROOT,
     TERMINAL,
     service_env,
@@ -27,6 +25,8 @@ from tests.integration.processes import (
     submit,
     wait_for,
 )
+from server.db import alembic_config
+from tests.integration.package import package_source
 
 pytestmark = pytest.mark.integration
 

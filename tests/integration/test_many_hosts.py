@@ -24,9 +24,8 @@ import pytest
 from sqlalchemy import create_engine, func, select
 from sqlalchemy.pool import NullPool
 
-from server.models import GradingSlot
-from tests.integration.cluster import free_port, postgres_cluster, redis_server
-from tests.integration.faults_rig import (
+from rig.cluster import free_port, postgres_cluster, redis_server
+from rig.faults import (
     GRADED,
     KERNEL,
     PROBLEM,
@@ -34,7 +33,8 @@ from tests.integration.faults_rig import (
     wait_for_api,
     wait_for_line,
 )
-from tests.integration.processes import TERMINAL, add_user, kerneljudge, running, service_env
+from rig.processes import TERMINAL, add_user, kerneljudge, running, service_env
+from server.models import GradingSlot
 from tests.services import IN_CI
 
 pytestmark = pytest.mark.integration

@@ -16,8 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.cluster import postgres_cluster, redis_server
-from tests.integration.processes import add_user, service_env, serving
+from rig.cluster import postgres_cluster, redis_server
+from rig.processes import add_user, service_env, serving
 
 pytestmark = pytest.mark.integration
 

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.processes import (
+from rig.processes import (
     REPO_ROOT,
     TERMINAL,
     add_user,

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.processes import (
+from rig.processes import (
     TERMINAL,
     add_user,
     kerneljudge,

@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.integration.processes import (
+from rig.processes import (
     REPO_ROOT,
     TERMINAL,
     add_user,

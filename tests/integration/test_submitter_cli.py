@@ -23,12 +23,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, update
 
-from server.models import Problem, Submission
-from server.outbox import task_names
-from server.outbox.app import RESULTS_QUEUE, make_celery
-from server.settings import Settings
-from tests.integration.package import package_source
-from tests.integration.processes import (
+from rig.processes import (
     REPO_ROOT,
     add_user,
     free_port,
@@ -36,6 +31,11 @@ from tests.integration.processes import (
     service_env,
     serving,
 )
+from server.models import Problem, Submission
+from server.outbox import task_names
+from server.outbox.app import RESULTS_QUEUE, make_celery
+from server.settings import Settings
+from tests.integration.package import package_source
 from tests.services import service_missing
 
 pytestmark = pytest.mark.integration

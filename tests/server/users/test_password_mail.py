@@ -14,8 +14,8 @@ import httpx
 import pytest
 from aiosmtpd.controller import Controller
 
+from rig.processes import free_port
 from server.settings import get_settings
-from tests.integration.processes import free_port
 from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form, sign_in
 
 pytestmark = pytest.mark.anyio

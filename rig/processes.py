@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,14 +16,10 @@ from typing import Any
 
 import httpx
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from rig.cluster import free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
 TERMINAL = {"passed", "failed", "error", "timeout", "rejected"}
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def kerneljudge(*args: str) -> list[str]:
@@ -92,25 +87,50 @@ def stop_group(process: subprocess.Popen[bytes], sig: int) -> None:
         os.killpg(process.pid, signal.SIGKILL)
 
 
+def wait_for_api(
+    base: str, process: subprocess.Popen[bytes], log: Path, startup_s: float = 90.0
+) -> None:
+    """Until `serve` at `base` answers /healthz with 200; fails at once if it exits."""
+    deadline = time.monotonic() + startup_s
+    while True:
+        assert process.poll() is None, f"serve exited:\n{log.read_text()[-5000:]}"
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                return
+        assert time.monotonic() < deadline, f"serve did not answer:\n{log.read_text()[-5000:]}"
+        time.sleep(0.3)
+
+
 @contextmanager
-def serving(
-    env: dict[str, str], log: Path, command: list[str] | None = None, cwd: Path = REPO_ROOT
-) -> Iterator[str]:
-    """`kerneljudge serve` (`command`, by default the checkout's) answering; yields its URL."""
-    port = free_port()
-    argv = [*(command or kerneljudge()), "serve", "--port", str(port)]
+def serve_process(
+    env: dict[str, str],
+    log: Path,
+    *args: str,
+    command: list[str] | None = None,
+    cwd: Path = REPO_ROOT,
+    port: int | None = None,
+    startup_s: float = 90.0,
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """`kerneljudge serve [args]` (`command`, by default the checkout's) once it answers,
+    stopped with its process group afterwards; yields the process and its URL."""
+    port = port or free_port()
+    argv = [*(command or kerneljudge()), "serve", "--port", str(port), *args]
     with running(argv, env, log, cwd) as process:
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while True:
-            assert process.poll() is None, f"serve exited:\n{log.read_text()}"
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, f"serve did not answer:\n{log.read_text()}"
-            time.sleep(0.3)
+        wait_for_api(base, process, log, startup_s)
+        yield process, base
+
+
+@contextmanager
+def serving(
+    env: dict[str, str],
+    log: Path,
+    command: list[str] | None = None,
+    cwd: Path = REPO_ROOT,
+    startup_s: float = 90.0,
+) -> Iterator[str]:
+    """`kerneljudge serve` answering; yields its URL."""
+    with serve_process(env, log, command=command, cwd=cwd, startup_s=startup_s) as (_, base):
         yield base
 
 

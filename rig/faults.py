@@ -17,7 +17,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,9 +27,7 @@ import redis
 from sqlalchemy import Engine, create_engine, func, select
 from sqlalchemy.pool import NullPool
 
-from server.models import OutboxMessage, Submission
-from server.outbox import task_names
-from tests.integration.cluster import (
+from rig.cluster import (
     PostgresCluster,
     RedisServer,
     free_port,
@@ -37,7 +35,7 @@ from tests.integration.cluster import (
     postgres_cluster,
     redis_server,
 )
-from tests.integration.processes import (
+from rig.processes import (
     REPO_ROOT,
     TERMINAL,
     add_user,
@@ -45,7 +43,10 @@ from tests.integration.processes import (
     running,
     service_env,
     stop_group,
+    wait_for_api,
 )
+from server.models import OutboxMessage, Submission
+from server.outbox import task_names
 
 # Short enough that a run of a few minutes sees every fault's recovery; the visibility
 # timeout stays above a CPU grading (3-6 s on two cores, up to 20 s when other work
@@ -244,7 +245,7 @@ def production_install(
         for _ in range(api_hosts):
             install.start_api()
         for api in install.apis:
-            wait_for_api(api.base, api.process, api.log)
+            wait_for_api(api.base, api.process, api.log, STARTUP_TIMEOUT_S)
         for worker in install.workers:
             wait_until_ready(worker)
         yield install
@@ -254,18 +255,6 @@ def keep_logs(paths: Sequence[Path], logs: Path) -> None:
     for path in paths:
         if path.exists():
             shutil.copy(path, logs / path.name)
-
-
-def wait_for_api(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Until /healthz answers 200."""
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while True:
-        assert process.poll() is None, f"serve exited:\n{log_tail(log)}"
-        with suppress(httpx.TransportError):
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        assert time.monotonic() < deadline, f"serve did not answer:\n{log_tail(log)}"
-        time.sleep(0.3)
 
 
 def wait_until_ready(worker: Worker, timeout_s: float = STARTUP_TIMEOUT_S) -> None:
