@@ -26,18 +26,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from bench.ranked_clock import LAUNCH_BOUND, LAUNCH_BOUND_SOLUTION, grade, solution
+from grader import gate, session
+
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
-
-import torch  # noqa: E402
-
-from bench.ranked_clock import LAUNCH_BOUND, LAUNCH_BOUND_SOLUTION, grade, solution  # noqa: E402
-from grader import gate, session  # noqa: E402
 
 _original_wait = gate.QUEUED_WAIT_S
 
