@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +17,7 @@ from rig.processes import (
     REPO_ROOT,
     TERMINAL,
     add_user,
+    serve_process,
     service_env,
     serving,
     submit,
@@ -116,32 +116,21 @@ def test_a_hung_kernel_delays_another_users_test_by_its_short_limit_at_most(
 
 
 @contextlib.contextmanager
-def serving_after_one_grading(tmp_path: Path) -> Iterator[Path]:
+def serving_after_one_grading(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     """`kerneljudge serve` once it has graded one submission, so that its worker has started
-    a sandboxed runner; yields serve's log."""
+    a sandboxed runner; yields serve's pid (it leads its own process group) and its log."""
     env = service_env(tmp_path / "var")
     token = add_user(env, "stopper")
     log = tmp_path / "serve.log"
-    with serving(env, log) as base:
+    with serve_process(env, log) as (serve, base):
         sid = submit(base, token, "vectoradd", (SOLUTIONS / "pytorch.py").read_text(), "test")
         wait_for(base, token, sid, TERMINAL, 120, log)
-        yield log
+        yield serve.pid, log
 
 
 def processes_in_group(group: int) -> list[str]:
     """The command lines of the processes still in process group `group`."""
     return [p.cmdline for p in processes() if p.group == group and p.state != "Z"]
-
-
-def serve_process() -> int:
-    """The pid of `kerneljudge serve`, which leads its own process group."""
-    return next(
-        int(line.split()[0])
-        for line in subprocess.run(
-            ["ps", "-eo", "pid,pgid,args"], capture_output=True, text=True, check=True
-        ).stdout.splitlines()[1:]
-        if "server.cli serve" in line and line.split()[0] == line.split()[1]
-    )
 
 
 def descendants(pid: int) -> dict[int, str]:
@@ -173,8 +162,7 @@ def test_serve_exits_only_once_its_runners_are_gone(tmp_path: Path) -> None:
     """SIGTERM to serve alone (what `kill` sends, and what a script stopping it sends) ends it
     only after its workers and their waiting sandboxed runners have ended: once serve has
     exited, nothing it started holds the device."""
-    with serving_after_one_grading(tmp_path) as log:
-        serve_pid = serve_process()
+    with serving_after_one_grading(tmp_path) as (serve_pid, log):
         deadline = time.monotonic() + 30
         started = descendants(serve_pid)
         while not any("grader.runner" in line for line in started.values()):
@@ -197,8 +185,7 @@ def test_stopping_serve_leaves_no_process_behind(tmp_path: Path) -> None:
     """SIGTERM to the whole install (what a service manager sends to its processes, the
     workers' own pool processes included) ends every one of them: a worker whose pool
     process died first used to hang in its shutdown for good."""
-    with serving_after_one_grading(tmp_path) as log:
-        group = serve_process()
+    with serving_after_one_grading(tmp_path) as (group, log):
         os.killpg(group, signal.SIGTERM)
         deadline = time.monotonic() + 45
         while processes_in_group(group) and time.monotonic() < deadline:
