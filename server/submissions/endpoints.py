@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from grader.report import Mode
 from server import downloads, turns
 from server.deps import (
     CurrentUser,
@@ -33,6 +34,8 @@ from server.errors import (
     responses,
 )
 from server.models import Submission, User
+from server.problems import baselines
+from server.problems.schemas import SpeedupOut
 from server.settings import Settings
 from server.submissions import disclosure, files, reports, service
 from server.submissions.schemas import (
@@ -271,6 +274,7 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         phases=service.phases(submission, report),
         device_name=report.device_name if report is not None else None,
         fingerprint=FingerprintOut.of(report),
+        speedup=speedup_out(session, submission),
         device_peaks=report.device_peaks if report is not None else None,
         files=shown.files,
         stdout=shown.stdout,
@@ -282,6 +286,16 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         started_at=submission.started_at,
         finished_at=submission.finished_at,
     )
+
+
+def speedup_out(session: Session, submission: Submission) -> SpeedupOut:
+    if submission.mode != Mode.LEADERBOARD or submission.score is None:
+        return SpeedupOut()
+    found = baselines.speedup_of(
+        session, submission.problem_id, submission.problem_version, submission.gpu_type,
+        submission.score,
+    )  # fmt: skip
+    return SpeedupOut(eager=found.eager, compile=found.compile)
 
 
 @router.get(

@@ -121,7 +121,13 @@ def leaderboard_rows(standings: leaderboards.Standings, shown: int) -> Markup:
 
     def render() -> Markup:
         template = templates.get_template("_leaderboard_rows.html")
-        return Markup(template.render(entries=standings.page(0, shown), gpu=standings.key.gpu_type))
+        return Markup(
+            template.render(
+                entries=standings.page(0, shown),
+                gpu=standings.key.gpu_type,
+                baselines=leaderboards.baseline_rows(standings.baseline),
+            )
+        )
 
     return _rows.get_or_make((standings.key, shown), render)
 
