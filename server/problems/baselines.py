@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from grader.baselines import BaselineKind, BaselineReport, machine_key, score_of, why_not
 from grader.report import Mode, Report, Status
 from server.leaderboards import repository as boards
-from server.models import Baseline, Problem, utcnow
+from server.models import Baseline, Problem, Submission, utcnow
 from server.outbox import jobs
 from server.problems import repository, versions
 from server.problems.loaded import loaded, problem_files
@@ -220,10 +220,13 @@ def newest(session: Session, problem_id: int, gpu_type: str) -> dict[int, Baseli
     return {row.problem_version: row for row in rows}
 
 
-def speedup_of(
-    session: Session, problem_id: int, version: int, gpu_type: str, score: float | None
-) -> Speedup:
-    return Speedup.of(score, newest(session, problem_id, gpu_type).get(version))
+def speedup_of(session: Session, submission: Submission) -> Speedup:
+    """A submission's speedup: a ranked score's over its version's baselines on its device
+    type; none for other modes."""
+    if submission.mode != Mode.LEADERBOARD or submission.score is None:
+        return Speedup()
+    found = newest(session, submission.problem_id, submission.gpu_type)
+    return Speedup.of(submission.score, found.get(submission.problem_version))
 
 
 def eager_s(session: Session, problem: Problem, gpu_type: str) -> float | None:

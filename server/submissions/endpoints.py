@@ -12,7 +12,6 @@ from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from grader.report import Mode
 from server import downloads, turns
 from server.deps import (
     CurrentUser,
@@ -289,12 +288,7 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
 
 
 def speedup_out(session: Session, submission: Submission) -> SpeedupOut:
-    if submission.mode != Mode.LEADERBOARD or submission.score is None:
-        return SpeedupOut()
-    found = baselines.speedup_of(
-        session, submission.problem_id, submission.problem_version, submission.gpu_type,
-        submission.score,
-    )  # fmt: skip
+    found = baselines.speedup_of(session, submission)
     return SpeedupOut(eager=found.eager, compile=found.compile)
 
 

@@ -106,6 +106,8 @@ async def test_baselines_timed_by_the_worker_are_marked_rows_with_each_score_s_s
     assert entry["speedup"]["compile"] is None
     body = (await client.get(f"/api/v1/submissions/{sid}", headers=alice.headers)).json()
     assert body["speedup"] == entry["speedup"]
+    result = (await client.get(f"/submissions/{sid}")).text
+    assert "2.00× eager" in result and "× torch.compile" not in result
 
     page = (await client.get("/problems/baseadd?gpu=cpu")).text
     assert 'data-baseline="eager"' in page and 'data-baseline="compile"' in page
