@@ -210,6 +210,13 @@ def report(out: Console, result: dict[str, Any]) -> None:
             f"score: {duration(score)} ({score!r} s: the geometric mean of the benchmark "
             "cases' medians)"
         )
+    gains = result.get("speedup") or {}
+    if gains.get("eager") is not None:
+        over_compile = gains.get("compile")
+        out.print(
+            f"speedup: {speedup(gains['eager'])} over the reference as given"
+            + (f", {speedup(over_compile)} over torch.compile" if over_compile is not None else "")
+        )
     message = str(result.get("message") or "")
     failing = [
         (label, case, str(case.get("message") or ""))

@@ -119,6 +119,11 @@ async def test_baselines_timed_by_the_worker_are_marked_rows_with_each_score_s_s
     printed = out.file.getvalue()  # type: ignore[attr-defined]
     assert "reference (eager)" in printed and "2.00×" in printed
     assert "reference (torch.compile) has no score:" in printed
+    out = Console(file=io.StringIO(), width=240)
+    show.report(out, body)
+    printed = out.file.getvalue()  # type: ignore[attr-defined]
+    assert "speedup: 2.00× over the reference as given" in printed
+    assert "over torch.compile" not in printed
 
 
 def gpu_report(machine: str) -> dict[str, Any]:
