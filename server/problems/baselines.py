@@ -26,8 +26,8 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from grader.baselines import BaselineKind, BaselineReport, machine_key, score_of, why_not
-from grader.report import Mode, Report, Status
+from grader.baselines import BaselineReport, machine_key, score_of, why_not
+from grader.report import Mode, Report, plain_dict
 from server.leaderboards import repository as boards
 from server.models import Baseline, Problem, Submission, utcnow
 from server.outbox import jobs
@@ -184,7 +184,7 @@ def record(session: Session, baseline_id: int, report: BaselineReport | str, wor
         session.flush()
     row.status = BaselineStatus.TIMED
     row.machine = machine
-    row.fingerprint = report.to_dict()["fingerprint"]
+    row.fingerprint = plain_dict(report.fingerprint) if report.fingerprint else None
     row.eager_s, row.eager_error = score_of(report.eager), why_not(report.eager)
     row.compile_s, row.compile_error = score_of(report.compile), why_not(report.compile)
     row.report = report.to_dict()
@@ -194,16 +194,6 @@ def record(session: Session, baseline_id: int, report: BaselineReport | str, wor
     # Boards show baselines and speedups: their cached copies are out of date.
     boards.bump_revisions(session, [row.problem_id])
     return True
-
-
-def failed_report(problem: str, device: str, why: str) -> BaselineReport:
-    """Both kinds failed for a reason of the worker's own (the grader raised)."""
-    reports = [
-        Report(status=Status.ERROR, problem=problem, mode=Mode.LEADERBOARD, device=device,
-               message=why, flags=["grader_failure"])  # fmt: skip
-        for _ in BaselineKind
-    ]
-    return BaselineReport(problem=problem, device=device, eager=reports[0], compile=reports[1])
 
 
 def newest(session: Session, problem_id: int, gpu_type: str) -> dict[int, Baseline]:
