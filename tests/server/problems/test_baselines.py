@@ -16,8 +16,10 @@ import pytest
 import yaml
 from rich.console import Console
 from sqlalchemy import select
+from typer.testing import CliRunner
 
 from grader.report import Fingerprint
+from server.cli import app as cli
 from server.client import show
 from server.db import session_scope
 from server.models import Baseline, OutboxMessage, Submission
@@ -29,6 +31,8 @@ from server.worker import gpu, recorders
 from tests.server.conftest import PASSED_REPORT, Account, add_submission
 from tests.server.problems.test_problem_lifecycle import ranked, record_round
 from tests.server.problems.test_problems_api import TASK, problem_zip, upload
+from tests.server.users.test_audit_log import audit_entries
+from tests.server.web.test_web_pages import new_problem
 
 pytestmark = pytest.mark.anyio
 
@@ -187,3 +191,29 @@ async def test_a_ranked_report_from_a_gpu_machine_without_baselines_asks_for_the
     # The CPU's are timed only when an organizer asks (minutes of a shared worker).
     recorded(alice, "cpu", {**PASSED_REPORT, "fingerprint": gpu_report("cpu")["fingerprint"]})
     assert waiting_baselines("cpu") == []
+
+
+async def test_an_organizer_asks_for_baselines_on_the_command_line(
+    client: httpx.AsyncClient, admin: Account
+) -> None:
+    new_problem("clibase")
+    with session_scope() as session:
+        problem = repository.get_problem(session, "clibase")
+        assert problem is not None
+        problem_id = problem.id
+
+    def waiting() -> list[int]:
+        return [row.id for row in waiting_baselines("cpu") if row.problem_id == problem_id]
+
+    result = CliRunner().invoke(cli, ["problem", "baseline", "clibase", "--gpu", "cpu"])
+    assert result.exit_code == 0, result.output
+    assert "baselines of 'clibase' queued for the cpu queue(s)" in result.output
+    first = waiting()
+    assert len(first) == 1
+    entries = await audit_entries(client, admin, target="clibase")
+    assert [(e["actor"], e["action"]) for e in entries] == [("cli", "problem.baseline")]
+    # Asked again while it waits: still the one request.
+    assert CliRunner().invoke(cli, ["problem", "baseline", "clibase"]).exit_code == 0
+    assert waiting() == first
+    refused = CliRunner().invoke(cli, ["problem", "baseline", "clibase", "--gpu", "h900"])
+    assert refused.exit_code == 1 and "is not offered on 'h900'" in refused.output
