@@ -94,10 +94,13 @@ def request(
     return made
 
 
-def wanted_after(session: Session, problem: Problem, version: int, gpu_type: str,
-                 report: Report) -> None:  # fmt: skip
+def wanted_after(
+    session: Session, problem: Problem, version: int, gpu_type: str, report: Report
+) -> None:
     """After a ranked report is recorded: ask for the baselines of its problem version on
-    its device type when the machine that graded it has none there yet."""
+    its device type when the machine that graded it has none there yet. The caller holds
+    the problem's row (the leaderboard's upkeep locks it), so two reports recorded at once
+    ask once."""
     if report.mode != Mode.LEADERBOARD or gpu_type in ASKED_ONLY_ON:
         return
     machine = machine_key(report.fingerprint)
