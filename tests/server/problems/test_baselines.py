@@ -187,6 +187,14 @@ async def test_a_ranked_report_from_a_gpu_machine_without_baselines_asks_for_the
     assert waiting_baselines("h900") == []
     # Another machine of the type has none of its own yet.
     recorded(alice, "h900", gpu_report("H900 with another driver"))
+    (second,) = waiting_baselines("h900")
+    # A grader that failed on the worker leaves nothing timed: the next ranked report from
+    # that machine asks again.
+    recorders.record_baselines(
+        {"baseline_id": second.id, "report": {"failed": "the grader failed"}, "worker": "h:1"}
+    )
+    assert waiting_baselines("h900") == []
+    recorded(alice, "h900", gpu_report("H900 with another driver"))
     assert len(waiting_baselines("h900")) == 1
     # The CPU's are timed only when an organizer asks (minutes of a shared worker).
     recorded(alice, "cpu", {**PASSED_REPORT, "fingerprint": gpu_report("cpu")["fingerprint"]})
