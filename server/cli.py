@@ -441,6 +441,30 @@ def problem_add(
         typer.echo(f"status: {problem.status}")
 
 
+@problem_app.command("baseline")
+@needs("server")
+def problem_baseline(
+    name: Annotated[str, typer.Argument(help="the problem's name")],
+    gpu: Annotated[str | None, typer.Option(help="one device type; default: every one")] = None,
+) -> None:
+    """Time a problem's baselines: its reference as given and under torch.compile, graded by
+    a worker of each device type in leaderboard mode like a submission. Leaderboards show
+    them as marked rows, and every ranked score's speedup over them."""
+    from server.db import session_scope
+    from server.errors import KernelJudgeError
+    from server.problems.service import request_baselines
+    from server.settings import get_settings
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            asked = request_baselines(session, get_settings(), name, None, gpu)
+    except KernelJudgeError as exc:
+        err.print(f"[red]error:[/] {exc.detail}")
+        raise typer.Exit(1) from exc
+    typer.echo(f"baselines of {name!r} queued for the {', '.join(asked)} queue(s)")
+
+
 @competition_app.command("add")
 @needs("server")
 def competition_add(

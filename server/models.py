@@ -200,6 +200,38 @@ class ProblemValidation(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
+class Baseline(Base):
+    """A problem version's baselines on one device type, timed by one worker: its reference
+    as given ("eager") and torch.compile of it, graded in leaderboard mode like a submission
+    (server/problems/baselines.py). Queued until the worker's report comes; then keyed by
+    the machine that timed it (``machine``: its fingerprint without the GPU's UUID)."""
+
+    __tablename__ = "baselines"
+    __table_args__ = (UniqueConstraint("problem_id", "problem_version", "gpu_type", "machine"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    problem_id: Mapped[int] = mapped_column(
+        ForeignKey("problems.id", ondelete="CASCADE"), index=True
+    )
+    problem_version: Mapped[int] = mapped_column(Integer)
+    gpu_type: Mapped[str] = mapped_column(NulFreeString(32))
+    # server.problems.baselines.BaselineStatus: queued, then timed.
+    status: Mapped[str] = mapped_column(NulFreeString(16), default="queued")
+    # grader.baselines.machine_key of the worker's fingerprint; None while queued.
+    machine: Mapped[str | None] = mapped_column(NulFreeString(64), default=None)
+    fingerprint: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # Each kind's score in seconds, or None with the reason it has none.
+    eager_s: Mapped[float | None] = mapped_column(Float, default=None)
+    eager_error: Mapped[str | None] = mapped_column(NulFreeText, default=None)
+    compile_s: Mapped[float | None] = mapped_column(Float, default=None)
+    compile_error: Mapped[str | None] = mapped_column(NulFreeText, default=None)
+    # grader.baselines.BaselineReport, whole: both gradings' reports.
+    report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    worker: Mapped[str | None] = mapped_column(NulFreeString(200), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+
+
 class Submission(Base):
     __tablename__ = "submissions"
     __table_args__ = (
@@ -468,7 +500,8 @@ class CompetitionProblem(Base):
     position: Mapped[int] = mapped_column(Integer)
     weight: Mapped[float] = mapped_column(Float, default=1.0)
     # The reference's time on the competition's device type, in seconds, as the organizers
-    # set it: geomean_speedup's baseline. None until they do (no worker times it yet).
+    # set it: geomean_speedup's baseline, overriding the eager baseline a worker timed
+    # (server/problems/baselines.py). None: the worker-timed one, where there is one.
     baseline_s: Mapped[float | None] = mapped_column(Float, default=None)
 
     problem: Mapped[Problem] = relationship()

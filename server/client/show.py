@@ -210,6 +210,13 @@ def report(out: Console, result: dict[str, Any]) -> None:
             f"score: {duration(score)} ({score!r} s: the geometric mean of the benchmark "
             "cases' medians)"
         )
+    gains = result.get("speedup") or {}
+    if gains.get("eager") is not None:
+        over_compile = gains.get("compile")
+        out.print(
+            f"speedup: {speedup(gains['eager'])} over the reference as given"
+            + (f", {speedup(over_compile)} over torch.compile" if over_compile is not None else "")
+        )
     message = str(result.get("message") or "")
     failing = [
         (label, case, str(case.get("message") or ""))
@@ -253,30 +260,64 @@ SHORT_CALLS_NOTE = (
 )
 
 
+def speedup(value: Any) -> str:
+    """A speedup as a factor (1.8×), or a dash where there is none."""
+    return f"{value:.2f}×" if isinstance(value, int | float) else "—"
+
+
+BASELINE_NAMES = {"eager": "reference (eager)", "compile": "reference (torch.compile)"}
+
+
 def leaderboard(out: Console, board: dict[str, Any]) -> None:
     entries = board.get("entries") or []
+    baselines = board.get("baselines") or []
     heading = f"{board.get('problem')} on {board.get('gpu')}: {board.get('total', len(entries))}"
     heading += " ranked" + (
         f" (versions {board['from_version']} and later)" if board.get("from_version") else ""
     )
     out.print(Text(heading))
-    if entries:
-        table = Table("rank", "user", "score", "seconds", "speed of light", "submission", "at")
+    if entries or baselines:
+        table = Table(
+            "rank", "user", "score", "seconds", "speed of light", "vs eager", "vs compile",
+            "submission", "at",
+        )  # fmt: skip
         for entry in entries:
             sol = entry.get("sol_fraction")
             mark = " ≈" if entry.get("short_calls") else ""
+            gains = entry.get("speedup") or {}
             table.add_row(
                 str(entry.get("rank")),
                 Text(str(entry.get("user"))),
                 duration(entry.get("score")) + mark,
                 repr(entry.get("score")),
                 percent(sol),
+                speedup(gains.get("eager")),
+                speedup(gains.get("compile")),
                 str(entry.get("submission_id")),
                 when(entry.get("submitted_at")),
+            )
+        # Baselines are marked rows, never ranked: "base" where a rank would be.
+        for row in baselines:
+            kind = str(row.get("kind"))
+            score = row.get("score")
+            table.add_row(
+                "base",
+                Text(BASELINE_NAMES.get(kind, kind)),
+                duration(score) if score is not None else "none",
+                repr(score) if score is not None else "",
+                "",
+                "",
+                "",
+                "",
+                when(row.get("timed_at")),
             )
         out.print(table)
         if any(entry.get("short_calls") for entry in entries):
             out.print(Text(SHORT_CALLS_NOTE))
+        for row in baselines:
+            if row.get("why_not"):
+                name = BASELINE_NAMES.get(str(row.get("kind")), str(row.get("kind")))
+                out.print(Text(f"{name} has no score: {row['why_not']}"))
     you = board.get("you")
     if you:
         out.print(Text(f"you: rank {you.get('rank')}, {duration(you.get('score'))}"))

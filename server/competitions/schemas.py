@@ -50,7 +50,9 @@ class ProblemInFile(BaseModel):
         gt=0,
         allow_inf_nan=False,
         description="the reference's time on the competition's GPU type, in seconds: "
-        "geomean_speedup's baseline (until one is set, the problem is left out of the totals)",
+        "geomean_speedup's baseline, overriding the one a worker timed (the reference's eager "
+        "baseline on the problem's live version); with neither, the problem is left out of "
+        "the totals",
     )
 
 

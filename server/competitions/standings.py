@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, object_session
 
 from server.competitions import judging, repository
 from server.competitions.schemas import Phase
@@ -23,6 +23,7 @@ from server.competitions.scoring import Contender, Entry, Placed, ProblemRule, S
 from server.competitions.service import phase, shown_problems, when
 from server.leaderboards.service import versions_ranked
 from server.models import Competition, CompetitionProblem, Team, User, utcnow
+from server.problems import baselines
 from server.problems import service as problems
 
 
@@ -139,8 +140,19 @@ def ranked_placements(
 
 
 def rules_of(competition: Competition) -> list[ProblemRule]:
+    """Each problem's weight and geomean_speedup's baseline: the competition file's
+    ``baseline_s`` where it sets one (an organizer's override), else the reference's eager
+    score as a worker of the competition's device type timed it on the problem's live
+    version (server/problems/baselines.py)."""
+    session = object_session(competition)
     return [
-        ProblemRule(entry.problem.name, entry.weight, entry.baseline_s)
+        ProblemRule(
+            entry.problem.name,
+            entry.weight,
+            entry.baseline_s
+            if entry.baseline_s is not None or session is None
+            else baselines.eager_s(session, entry.problem, competition.gpu_type),
+        )
         for entry in competition.problems
     ]
 
@@ -203,7 +215,7 @@ def board_notes(
         if missing:
             notes.append(
                 f"No baseline time yet for {', '.join(missing)}: left out of the totals until "
-                "the organizers set one."
+                "a worker times the reference or the organizers set one."
             )
     if final:
         notes.append(

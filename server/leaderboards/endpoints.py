@@ -144,6 +144,7 @@ def rendered(
             limit=limit,
             offset=offset,
             entries=[entry_body(entry) for entry in standings.page(offset, limit)],
+            baselines=service.baseline_rows(standings.baseline),
         )
         return Rendered(board=board, body=board.model_dump_json().encode())
 

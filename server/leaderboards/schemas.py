@@ -6,6 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from server.problems.schemas import BaselineOut, SpeedupOut
+
 
 class LeaderboardEntry(BaseModel):
     rank: int
@@ -24,6 +26,11 @@ class LeaderboardEntry(BaseModel):
     submission_id: int
     submitted_at: datetime
     problem_version: int = Field(description="the problem's version the submission was graded on")
+    speedup: SpeedupOut = Field(
+        default_factory=SpeedupOut,
+        description="the score's speedup over the baselines of its problem version on this GPU "
+        "type (the baseline's score over this one's, above 1 is faster); null where none",
+    )
 
 
 class Leaderboard(BaseModel):
@@ -40,6 +47,12 @@ class Leaderboard(BaseModel):
     offset: int = Field(description="entries skipped before the first one shown")
     entries: list[LeaderboardEntry] = Field(
         description="best first; ranks count from the top of the whole leaderboard"
+    )
+    baselines: list[BaselineOut] = Field(
+        default_factory=list,
+        description="the problem's reference as given (eager) and under torch.compile, timed "
+        "by a worker of this GPU type in leaderboard mode like a submission: shown beside the "
+        "entries, never ranked and never counted in competitions; empty until timed",
     )
     you: LeaderboardEntry | None = Field(
         default=None,

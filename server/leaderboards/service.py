@@ -12,13 +12,17 @@ from typing import Any, NamedTuple
 from sqlalchemy import Engine, event, inspect
 from sqlalchemy.orm import Session, object_session
 
+from grader.baselines import BaselineKind
 from server import anonymous
 from server.cache import Lru
 from server.errors import NotFound
 from server.leaderboards import repository
 from server.leaderboards.repository import Versions
-from server.models import Problem, User
+from server.models import Baseline, Problem, User
+from server.problems import baselines
 from server.problems import service as problems
+from server.problems.baselines import Speedup
+from server.problems.schemas import BaselineOut
 from server.settings import Settings
 
 # Set in a session's info once it has changed a board or a problem, until it commits or
@@ -44,6 +48,8 @@ class Entry:
     submitted_at: datetime
     problem_version: int
     user_id: int
+    # Over the newest baseline of its problem version on this device type.
+    speedup: Speedup = field(default_factory=Speedup)
 
 
 @dataclass(frozen=True)
@@ -80,6 +86,9 @@ class Standings:
     key: BoardKey
     entries: tuple[Entry, ...]
     places: dict[int, int] = field(repr=False)
+    # The baselines shown beside the entries, never ranked: those of the version the board
+    # is for (the live board: the live version), as timed most recently.
+    baseline: Baseline | None = None
 
     @property
     def total(self) -> int:
@@ -180,6 +189,7 @@ def standings(
     def read() -> Standings:
         entries: list[Entry] = []
         place: dict[int, int] = {}
+        timed = baselines.newest(session, problem.id, gpu_type)
         for (
             user_id,
             name,
@@ -204,13 +214,38 @@ def standings(
                     submitted_at=submitted_at,
                     problem_version=problem_version,
                     user_id=user_id,
+                    speedup=Speedup.of(score, timed.get(problem_version)),
                 )
             )
-        return Standings(key=key, entries=tuple(entries), places=place)
+        shown = timed.get(problem.version if version is None else version)
+        if shown is not None:
+            session.expunge(shown)  # kept in the cache, read by other sessions' threads
+        return Standings(key=key, entries=tuple(entries), places=place, baseline=shown)
 
     if session.info.get(CHANGED_IN_SESSION):
         return read()
     return _standings.get_or_make(key, read)
+
+
+def baseline_rows(baseline: Baseline | None) -> list[BaselineOut]:
+    """The board's baselines as rows beside its entries: eager, then compile."""
+    if baseline is None:
+        return []
+    device = (baseline.fingerprint or {}).get("device_name")
+    return [
+        BaselineOut(
+            kind=kind,
+            score=score,
+            why_not=why,
+            problem_version=baseline.problem_version,
+            device_name=device,
+            timed_at=baseline.finished_at,
+        )
+        for kind, score, why in (
+            (BaselineKind.EAGER, baseline.eager_s, baseline.eager_error),
+            (BaselineKind.COMPILE, baseline.compile_s, baseline.compile_error),
+        )
+    ]
 
 
 def entries(

@@ -13,23 +13,27 @@ class Job(StrEnum):
 
     GRADE = "grade"  # subject: a submission
     VALIDATE = "validate"  # subject: a problem validation (one version, one device type)
+    BASELINE = "baseline"  # subject: a problem's baselines (one version, one device type)
 
 
 # Jobs for a device's queue, run by a grading worker.
 GRADE = "kerneljudge.grade"
 VALIDATE_PROBLEM = "kerneljudge.validate_problem"
+TIME_BASELINES = "kerneljudge.time_baselines"
 # The results step, on the results queue next to the API: what workers send back.
 RECORD_STARTED = "kerneljudge.record_started"
 RECORD_REPORT = "kerneljudge.record_report"
 RECORD_FILE = "kerneljudge.record_file"
 RECORD_VALIDATION = "kerneljudge.record_validation"
+RECORD_BASELINES = "kerneljudge.record_baselines"
 RECORD_SLOT = "kerneljudge.record_slot"
 
 # The task that runs each job.
-TASKS = {Job.GRADE: GRADE, Job.VALIDATE: VALIDATE_PROBLEM}
+TASKS = {Job.GRADE: GRADE, Job.VALIDATE: VALIDATE_PROBLEM, Job.BASELINE: TIME_BASELINES}
 # The results step's tasks that carry a job's report, and which key of their one argument
 # names the job's subject.
 REPORTS = {
     RECORD_REPORT: (Job.GRADE, "submission_id"),
     RECORD_VALIDATION: (Job.VALIDATE, "validation_id"),
+    RECORD_BASELINES: (Job.BASELINE, "baseline_id"),
 }

@@ -3,7 +3,7 @@ archive, read its validation and run it again."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, File, Form, UploadFile
+from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import Response
 
 from server import downloads
@@ -13,7 +13,12 @@ from server.errors import responses as error_responses
 from server.models import Problem
 from server.problems import bundle, repository, service, validation
 from server.problems.loaded import loaded
-from server.problems.schemas import DeviceValidation, ProblemOut, ProblemSummary, ValidationOut
+from server.problems.schemas import (
+    BaselinesRequested,
+    DeviceValidation, ProblemOut,
+    ProblemSummary,
+    ValidationOut,
+)
 from server.settings import Settings
 
 router = APIRouter(prefix="/api/v1/problems", tags=["problems"])
@@ -165,3 +170,24 @@ def rerun_validation(
 ) -> ValidationOut:
     problem = service.rerun_validation(session, settings, name, admin)
     return validation_out(session, problem)
+
+
+@router.post(
+    "/{name}/baselines",
+    status_code=202,
+    response_model=BaselinesRequested,
+    responses=error_responses(BadRequest, NotAuthenticated, Forbidden, NotFound),
+    summary="Time the live version's baselines (the reference eager and under torch.compile) "
+    "on a worker of each device type, or of the one named",
+)
+def request_baselines(
+    name: str,
+    session: SessionDep,
+    settings: SettingsDep,
+    admin: AdminUser,
+    gpu: str | None = Query(default=None, max_length=32, description="device type"),
+) -> BaselinesRequested:
+    asked = service.request_baselines(session, settings, name, admin, gpu)
+    problem = repository.get_problem(session, name)
+    assert problem is not None
+    return BaselinesRequested(problem=name, version=problem.version, gpu_types=asked)

@@ -75,3 +75,38 @@ class ValidationOut(BaseModel):
     status: str = Field(description="the problem's status: 'validating', 'live' or 'invalid'")
     attempt: int = Field(description="the validation round that decides the status")
     devices: list[DeviceValidation]
+
+
+class SpeedupOut(BaseModel):
+    """A ranked score's speedup over its problem's baselines (server/problems/baselines.py)."""
+
+    eager: float | None = Field(
+        default=None,
+        description="the reference's score as given over this one's (above 1 is faster); "
+        "null where no baseline is timed on this problem version and GPU type",
+    )
+    compile: float | None = Field(
+        default=None,
+        description="torch.compile of the reference's score over this one's; null also "
+        "where compiling could not work (the baseline row says why)",
+    )
+
+
+class BaselineOut(BaseModel):
+    """A problem version's baselines on one GPU type, timed by one worker machine."""
+
+    kind: str = Field(description="'eager': the reference as given; 'compile': torch.compile")
+    score: float | None = Field(description="seconds, timed like a leaderboard submission")
+    why_not: str | None = Field(description="why this kind has no score, where it has none")
+    problem_version: int
+    device_name: str | None = Field(description="the GPU (or CPU) that timed it")
+    timed_at: datetime | None
+
+
+class BaselinesRequested(BaseModel):
+    problem: str
+    version: int
+    gpu_types: list[str] = Field(
+        description="the device types whose workers will time the baselines (a device type "
+        "with a request already waiting keeps that one)"
+    )

@@ -21,7 +21,7 @@ from server.audit import service as audit
 from server.devices import local_device
 from server.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
 from server.models import Problem, User, utcnow
-from server.problems import archive, repository, validation, versions
+from server.problems import archive, baselines, repository, validation, versions
 from server.settings import Settings
 
 PROBLEM_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
@@ -404,6 +404,29 @@ def settings_of(problem: Problem) -> dict[str, object]:
 def current_version(session: Session, name: str) -> int | None:
     problem = repository.get_problem(session, name.lower())
     return None if problem is None else problem.version
+
+
+def request_baselines(
+    session: Session, settings: Settings, name: str, actor: User | None, gpu: str | None = None
+) -> list[str]:
+    """An organizer asks for the live version's baselines (server/problems/baselines.py) on
+    one device type, or on every one it is offered on; sent once the caller commits, and
+    written to the audit log as ``problem.baseline``. Returns the device types asked."""
+    problem = repository.get_problem(session, name, for_update=True)
+    if problem is None:
+        raise NotFound(f"no problem named {name!r}")
+    offered = gpu_types_for(problem, settings)
+    if gpu is not None and gpu not in offered:
+        raise BadRequest(
+            f"problem {name!r} is not offered on {gpu!r} (it is on {', '.join(offered) or 'none'})"
+        )
+    asked = [gpu] if gpu is not None else offered
+    baselines.request(session, problem, asked)
+    audit.record(
+        session, actor, "problem.baseline", target_type="problem", target=problem.name,
+        details={"version": problem.version, "gpu_types": asked},
+    )  # fmt: skip
+    return asked
 
 
 def rerun_validation(session: Session, settings: Settings, name: str, admin: User) -> Problem:

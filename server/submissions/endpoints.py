@@ -33,6 +33,8 @@ from server.errors import (
     responses,
 )
 from server.models import Submission, User
+from server.problems import baselines
+from server.problems.schemas import SpeedupOut
 from server.settings import Settings
 from server.submissions import disclosure, files, reports, service
 from server.submissions.schemas import (
@@ -271,6 +273,7 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         phases=service.phases(submission, report),
         device_name=report.device_name if report is not None else None,
         fingerprint=FingerprintOut.of(report),
+        speedup=speedup_out(session, submission),
         device_peaks=report.device_peaks if report is not None else None,
         files=shown.files,
         stdout=shown.stdout,
@@ -282,6 +285,11 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         started_at=submission.started_at,
         finished_at=submission.finished_at,
     )
+
+
+def speedup_out(session: Session, submission: Submission) -> SpeedupOut:
+    found = baselines.speedup_of(session, submission)
+    return SpeedupOut(eager=found.eager, compile=found.compile)
 
 
 @router.get(

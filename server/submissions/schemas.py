@@ -22,6 +22,7 @@ from grader.report import (
     ReportFile,
     Status,
 )
+from server.problems.schemas import SpeedupOut
 
 
 class SubmissionCreate(BaseModel):
@@ -123,6 +124,12 @@ class SubmissionOut(SubmissionSummary):
         description="the worker's machine (GPU name and UUID, driver, CUDA, torch, Triton; on "
         "the CPU its model and torch) and the SM clock range its timed cases saw; none for "
         "reports recorded before it was kept",
+    )
+    speedup: SpeedupOut = Field(
+        default_factory=SpeedupOut,
+        description="a ranked (leaderboard-mode) score's speedup over the problem's baselines "
+        "on this GPU type: the baseline's score over this one's, above 1 is faster; nulls for "
+        "other modes, runs with no score, and where no baseline is timed yet",
     )
     device_peaks: DevicePeaks | None = Field(
         description="the worker's measured copy bandwidth and matrix rate behind each "

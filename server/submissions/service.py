@@ -24,6 +24,7 @@ from server.errors import (
 from server.leaderboards import upkeep
 from server.models import Problem, Submission, User, utcnow
 from server.outbox import jobs, places
+from server.problems import baselines
 from server.problems import service as problems
 from server.settings import Settings
 from server.submissions import payloads, repository
@@ -328,6 +329,10 @@ def record_report(session: Session, submission_id: int, report: Report, worker: 
     submission.finished_at = utcnow()
     session.flush()
     upkeep.submission_changed(session, submission)
+    if passed:
+        baselines.wanted_after(
+            session, submission.problem, submission.problem_version, submission.gpu_type, report
+        )
     return True
 
 

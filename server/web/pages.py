@@ -28,7 +28,7 @@ from server.errors import (
 )
 from server.leaderboards import service as leaderboards
 from server.models import Problem, Submission
-from server.problems import bundle
+from server.problems import baselines, bundle
 from server.problems import service as problems
 from server.problems.loaded import loaded
 from server.submissions import disclosure, files, reports
@@ -121,7 +121,13 @@ def leaderboard_rows(standings: leaderboards.Standings, shown: int) -> Markup:
 
     def render() -> Markup:
         template = templates.get_template("_leaderboard_rows.html")
-        return Markup(template.render(entries=standings.page(0, shown), gpu=standings.key.gpu_type))
+        return Markup(
+            template.render(
+                entries=standings.page(0, shown),
+                gpu=standings.key.gpu_type,
+                baselines=leaderboards.baseline_rows(standings.baseline),
+            )
+        )
 
     return _rows.get_or_make((standings.key, shown), render)
 
@@ -326,6 +332,7 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
         "wait": submissions.queue_wait(page.session, submission),
         "show_code": show_code,
         "sol_fraction": report.sol_fraction if report is not None else None,
+        "speedup": baselines.speedup_of(page.session, submission),
         "judged": judgement.judge(
             shown.cases, scored=submission.score is not None, warm_inputs=warm_inputs
         ),

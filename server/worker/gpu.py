@@ -21,6 +21,7 @@ import torch
 from celery.exceptions import Reject
 from celery.signals import worker_process_init, worker_process_shutdown
 
+from grader.baselines import time_baselines
 from grader.harness import Standby
 from grader.harness import grade as grade_submission
 from grader.hygiene import wait_until_clean
@@ -170,6 +171,32 @@ def validate_problem(validation_id: int, payload: dict[str, Any]) -> None:
 
     report = gpu_job(f"validation {validation_id}", work, failed)
     deliver(task_names.RECORD_VALIDATION, {"validation_id": validation_id, "report": report})
+
+
+@celery_app.task(name=task_names.TIME_BASELINES)
+def time_problem_baselines(baseline_id: int, payload: dict[str, Any]) -> None:
+    """Time one problem version's baselines (its reference, eager and compiled) on this
+    worker's device, in leaderboard mode through the same harness and sandbox as a ranked
+    submission."""
+
+    def work(worker: context.GpuWorker) -> Result:
+        problem = problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
+        return time_baselines(
+            problem,
+            device=worker.device,
+            secret_seed=payload.get("secret_seed"),
+            timeout_s=payload.get("timeout_s"),
+            peaks=worker.peaks,
+            memory_bytes=worker.memory_bytes,
+            standby=standby(),
+        ).to_dict()
+
+    def failed(exc: Exception) -> Result:
+        # Both kinds failed for a reason of the grader's own: the results step says so.
+        return {"failed": f"the grader failed on this worker ({type(exc).__name__})"}
+
+    report = gpu_job(f"baselines {baseline_id}", work, failed)
+    deliver(task_names.RECORD_BASELINES, {"baseline_id": baseline_id, "report": report})
 
 
 def gpu_job(

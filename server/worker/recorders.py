@@ -14,7 +14,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from server.db import session_scope
 from server.outbox import dispatch, jobs, task_names
 from server.outbox.app import celery_app
-from server.problems import validation
+from server.problems import baselines, validation
 from server.settings import get_settings
 from server.submissions import files
 from server.submissions import service as submissions
@@ -91,6 +91,19 @@ def record_validation(result: dict[str, Any]) -> None:
             validation.parse_report(result["report"]),
             str(result["worker"]),
         )
+
+
+@celery_app.task(name=task_names.RECORD_BASELINES, **RETRY)
+def record_baselines(result: dict[str, Any]) -> None:
+    """A problem version's baselines as a worker timed them."""
+    raw = result["report"]
+    worker = str(result.get("worker", ""))[:SLOT_NAME_MAX]
+    if isinstance(raw, dict) and "failed" in raw:
+        report: baselines.BaselineReport | str = str(raw["failed"])
+    else:
+        report = baselines.parse_report(raw)
+    with session_scope() as session:
+        baselines.record(session, int(result["baseline_id"]), report, worker)
 
 
 # What a hello may name: a worker host is trusted less than the service, so its words are

@@ -132,7 +132,8 @@ async def test_without_a_baseline_a_problem_is_left_out_and_the_board_says_so(
     name, names, _, labels = await three_teams(client, admin, "geomean_speedup", (4e-3, 1e-3, None))
     board = await standings(client, name)
     assert board["notes"] == [
-        f"No baseline time yet for {names[2]}: left out of the totals until the organizers set one."
+        f"No baseline time yet for {names[2]}: left out of the totals until a worker times "
+        "the reference or the organizers set one."
     ]
     # Over P1 and P2: Red (4 · 2²)^(1/3) = 16^(1/3), Blue (1 · 4²)^(1/3) = 16^(1/3): a tie,
     # to Red, whose entries were in place at h4 (Blue's last one came at h5).

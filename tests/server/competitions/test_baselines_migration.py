@@ -1,0 +1,60 @@
+"""Revision 0019 on SQLite and PostgreSQL: a database with problems and ranked submissions
+gains the ``baselines`` table (no problem has one yet: leaderboards show none and every
+speedup is null); a downgrade takes it away and leaves the rest."""
+
+from __future__ import annotations
+
+from alembic import command
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.orm import Session
+
+from server.db import alembic_config
+from server.models import Baseline, Problem, Submission, User
+
+
+def test_the_baselines_table_comes_and_goes_with_its_revision(url: str) -> None:
+    config = alembic_config(url)
+    command.upgrade(config, "0018")
+    engine = create_engine(url)
+    try:
+        with Session(engine) as db:
+            problem = Problem(name="vectoradd", files={}, files_sha256="0" * 64, secret_seed=1)
+            db.add_all([User(name="ada"), problem])
+            db.commit()
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO submissions (user_id, problem_id, problem_version, code, "
+                    "code_sha256, mode, gpu_type, status, score, message, flags, is_hidden, "
+                    "is_hacked, short_calls, created_at) VALUES (1, 1, 1, 'x', :sha, "
+                    "'leaderboard', 'h200', 'passed', 0.001, '', '[]', :no, :no, :no, "
+                    "CURRENT_TIMESTAMP)"
+                ),
+                {"sha": "0" * 64, "no": False},
+            )
+        command.upgrade(config, "head")
+        with Session(engine) as db:
+            assert db.query(Baseline).count() == 0
+            db.add(
+                Baseline(
+                    problem_id=1, problem_version=1, gpu_type="h200", status="timed",
+                    machine="m" * 32, eager_s=2e-3, compile_error="no C++ compiler",
+                )
+            )  # fmt: skip
+            db.commit()
+            # One machine's baselines of a version on a device type are one row.
+            db.add(Baseline(problem_id=1, problem_version=1, gpu_type="h200", machine="m" * 32))
+            try:
+                db.commit()
+            except Exception:
+                db.rollback()
+            else:
+                raise AssertionError("a second row for the same machine was accepted")
+            assert db.get(Submission, 1) is not None
+        command.downgrade(config, "0018")
+        with engine.connect() as connection:
+            assert "baselines" not in inspect(connection).get_table_names()
+            assert connection.execute(text("SELECT count(*) FROM submissions")).scalar() == 1
+        command.upgrade(config, "head")
+    finally:
+        engine.dispose()
