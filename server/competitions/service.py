@@ -45,13 +45,15 @@ def list_competitions(session: Session) -> Sequence[Competition]:
     return repository.list_competitions(session)
 
 
-def shown_problems(competition: Competition, viewer: User | None) -> list[CompetitionProblem]:
+def shown_problems(
+    session: Session, competition: Competition, viewer: User | None
+) -> list[CompetitionProblem]:
     """The competition's problems a viewer may see: all of them for admins, for everyone
-    else those shown to everyone (a problem hidden until the start stays hidden here too)."""
+    else those shown to everyone (a problem hidden until it opens stays hidden here too)."""
     return [
         entry
         for entry in competition.problems
-        if problems.is_admin(viewer) or problems.shown_to_everyone(entry.problem)
+        if problems.is_admin(viewer) or problems.shown_to_everyone(session, entry.problem)
     ]
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, defer
 
-from server.models import Problem, ProblemValidation
+from server.models import Competition, CompetitionProblem, Problem, ProblemValidation
 
 
 # A problem without its largest columns (read on first use): its files, example solutions,
@@ -58,3 +59,22 @@ def validations_of_round(
         .where(ProblemValidation.problem_id == problem_id, ProblemValidation.attempt == attempt)
         .order_by(ProblemValidation.gpu_type)
     ).all()
+
+
+def competition_openings(session: Session, problem_ids: Sequence[int]) -> dict[int, datetime]:
+    """Each of these problems' earliest competition opening (problems in no competition are
+    absent)."""
+    if not problem_ids:
+        return {}
+    rows = session.execute(
+        select(CompetitionProblem.problem_id, func.min(Competition.opens_at))
+        .join(Competition, Competition.id == CompetitionProblem.competition_id)
+        .where(CompetitionProblem.problem_id.in_(problem_ids))
+        .group_by(CompetitionProblem.problem_id)
+    ).all()
+    return {problem_id: as_utc(opens_at) for problem_id, opens_at in rows}
+
+
+def as_utc(moment: datetime) -> datetime:
+    """An aggregate's time: SQLite gives it without its zone, as the column type is bypassed."""
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

@@ -87,9 +87,10 @@ def create_submission(
     if mode not in MODES:
         raise BadRequest(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     problem = problems.get_problem_to_submit(session, problem_name, user)
-    if mode == Mode.LEADERBOARD and not problems.started(problem):
+    opening = problems.opening_of(session, problem)
+    if mode == Mode.LEADERBOARD and opening is not None and utcnow() < opening:
         raise Conflict(
-            f"the competition on {problem.name!r} opens at {problem.starts_at:%Y-%m-%d %H:%M} "
+            f"the competition on {problem.name!r} opens at {opening:%Y-%m-%d %H:%M} "
             "UTC; until then admins may make test and benchmark runs"
         )
     if mode == Mode.LEADERBOARD and problems.deadline_passed(problem):
@@ -155,22 +156,22 @@ def get_submission_for(session: Session, submission_id: int, user: User) -> Subm
     return submission
 
 
-def can_see(viewer: User | None, submission: Submission) -> bool:
+def can_see(session: Session, viewer: User | None, submission: Submission) -> bool:
     """Results of a submission are public unless an organizer hid it, or its problem is
-    hidden, not live or not started."""
+    hidden, not live or not opened."""
     if viewer is not None and (viewer.is_admin or viewer.id == submission.user_id):
         return True
-    return problems.shown_to_everyone(submission.problem) and not submission.is_hidden
+    return problems.shown_to_everyone(session, submission.problem) and not submission.is_hidden
 
 
-def can_see_code(viewer: User | None, submission: Submission) -> bool:
+def can_see_code(session: Session, viewer: User | None, submission: Submission) -> bool:
     """Code and logs: its author and admins; everyone else only after the problem's deadline,
     and only where the organizers chose to publish the code."""
     if viewer is not None and (viewer.is_admin or viewer.id == submission.user_id):
         return True
     problem = submission.problem
     return (
-        can_see(viewer, submission)
+        can_see(session, viewer, submission)
         and problem.code_public_after_deadline
         and problems.deadline_passed(problem)
     )
@@ -178,7 +179,7 @@ def can_see_code(viewer: User | None, submission: Submission) -> bool:
 
 def get_visible_submission(session: Session, submission_id: int, viewer: User | None) -> Submission:
     submission = repository.get_submission(session, submission_id)
-    if submission is None or not can_see(viewer, submission):
+    if submission is None or not can_see(session, viewer, submission):
         raise NotFound(f"no submission {submission_id}")
     return submission
 

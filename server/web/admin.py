@@ -16,7 +16,7 @@ from server.deps import RowId
 from server.errors import BadRequest, KernelJudgeError
 from server.exports import service as exports
 from server.exports.endpoints import download
-from server.models import Problem
+from server.models import Problem, utcnow
 from server.problems import service as problems
 from server.problems import validation, versions
 from server.submissions import service as submissions
@@ -62,6 +62,8 @@ def render_problems(
         device_types=problems.service_gpu_types(page.settings),
         # The organizers' latest choice, including device types still being validated.
         offered={p.id: problems.gpu_types_next(p, page.settings) for p in listed},
+        openings=problems.openings_of(page.session, listed),
+        now=utcnow(),
         errors=errors or {},
         section="problems",
         exports=[(table, fmt) for table in exports.TABLES for fmt in exports.FORMATS],
@@ -84,8 +86,19 @@ def upload_problem(page: AdminPage, form: PostedForm) -> HTMLResponse | Redirect
         if not isinstance(upload, UploadFile) or not upload.filename:
             raise BadRequest("choose a .zip or .tar.gz of a problem folder")
         raw = upload.file.read(page.settings.max_archive_bytes + 1)
+        opening = problems.Opening(
+            hidden=True if "hidden" in form.getlist("visibility") else None,
+            starts_at=parse_deadline(str(form.get("starts_at") or "")),
+        )
         problem, created = problems.add_problem_from_archive(
-            page.session, page.settings, raw, upload.filename, name, page.viewer, leaderboard
+            page.session,
+            page.settings,
+            raw,
+            upload.filename,
+            name,
+            page.viewer,
+            leaderboard,
+            opening,
         )
     except KernelJudgeError as exc:
         return render_problems(page, errors={"archive": exc.detail}, status_code=exc.status_code)

@@ -77,7 +77,7 @@ def home(page: PageDep) -> HTMLResponse:
                 "leader": leader,
                 "competitors": counts.get(problem.id, 0),
                 "closed": problems.deadline_passed(problem),
-                "started": problems.started(problem),
+                "started": problems.opened(page.session, problem),
             }
         )
     return page.render("home.html", rows=rows)
@@ -152,7 +152,7 @@ def render_problem(page: Page, name: str, gpu: str | None) -> HTMLResponse:
         task_types=problem.files.get("task.py"),
         template_code=loaded.submission_template,
         closed=problems.deadline_passed(problem),
-        started=problems.started(problem),
+        started=problems.opened(page.session, problem),
         benchmarks_by_gpu=judgement.benchmarks_by_gpu(loaded, offered),
         standing=standing_of(page, problem, offered),
         **leaderboard_context(page, problem, gpu, shown=PROBLEM_PAGE_ENTRIES, chart=False),
@@ -315,7 +315,7 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
 
 def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
     report = reports.stored(submission)
-    show_code = submissions.can_see_code(page.viewer, submission)
+    show_code = submissions.can_see_code(page.session, page.viewer, submission)
     shown = disclosure.disclose(page.viewer, submission, report, code_visible=show_code)
     warm_inputs = report is not None and report.timed_on_warm_inputs
     return {
