@@ -251,6 +251,7 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
     report = reports.stored(submission)
     shown = disclosure.disclose(viewer, submission, report)
     wait = service.queue_wait(session, submission)
+    reasons = service.moderation_reasons(session, submission)
     return SubmissionOut(
         id=submission.id,
         problem=submission.problem.name,
@@ -264,6 +265,8 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         flags=shown.flags,
         hidden=submission.is_hidden,
         hacked=submission.is_hacked,
+        hidden_reason=reasons.hidden,
+        hacked_reason=reasons.hacked,
         cases=shown.cases,
         queue_position=wait.position if wait is not None else None,
         expected_wait_s=wait.expected_s if wait is not None else None,

@@ -101,6 +101,13 @@ class SubmissionOut(SubmissionSummary):
     flags: list[str]
     hidden: bool = Field(description="an organizer hid it: it is off the leaderboard")
     hacked: bool = Field(description="an organizer marked it as hacked: it is off the leaderboard")
+    hidden_reason: str | None = Field(
+        default=None, description="why an organizer hid it (null: not hidden, or no reason kept)"
+    )
+    hacked_reason: str | None = Field(
+        default=None,
+        description="why an organizer marked it hacked (null: not hacked, or no reason kept)",
+    )
     cases: list[CaseResult]
     queue_position: int | None = Field(
         description="while queued: submissions that start before this one on its device type "
@@ -183,3 +190,14 @@ def why_invalid(exc: ValidationError) -> str:
         for error in exc.errors()[:5]
     )
     return f"the worker returned an invalid report ({problems})"
+
+
+class Moderation(BaseModel):
+    """An organizer's moderation of a submission."""
+
+    action: str = Field(description="'hide', 'unhide', 'hack', 'unhack' or 'rerun'")
+    reason: str | None = Field(
+        default=None,
+        description="why; required to hide and to mark hacked (its author reads it on the "
+        "submission), at most 1000 characters; kept in the audit log",
+    )

@@ -7,6 +7,7 @@ import json
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy.orm import Session
@@ -27,6 +28,7 @@ from server.outbox import jobs, places
 from server.problems import service as problems
 from server.settings import Settings
 from server.submissions import payloads, repository
+from server.users.service import banned_message
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +85,7 @@ def create_submission(
                 )
             return earlier, True
     if user.is_banned:
-        raise Forbidden("this account is banned")
+        raise Forbidden(banned_message(session, user))
     if mode not in MODES:
         raise BadRequest(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     problem = problems.get_problem_to_submit(session, problem_name, user)
@@ -207,9 +209,20 @@ def list_recent(session: Session, limit: int = 200) -> Sequence[Submission]:
     return repository.list_recent_submissions(session, limit)
 
 
-def moderate(session: Session, submission_id: int, action: str, admin: User) -> Submission:
+MODERATIONS = ("hide", "unhide", "hack", "unhack", "rerun")
+# Moderations that must say why: the author reads the reason.
+REASONED = ("hide", "hack")
+
+
+def moderate(
+    session: Session, submission_id: int, action: str, admin: User, reason: str | None = None
+) -> Submission:
     """Hide or unhide, mark or unmark as hacked, or reset for a re-run (graded again once the
-    caller commits), and write it to the audit log."""
+    caller commits), and write it to the audit log with the reason, which hiding and marking
+    hacked require (the author reads it on the submission)."""
+    if action not in MODERATIONS:
+        raise BadRequest(f"unknown action {action!r}; choose one of {', '.join(MODERATIONS)}")
+    reason = audit.reason_of(action, reason, REASONED)
     submission = repository.get_submission(session, submission_id, for_update=True)
     if submission is None:
         raise NotFound(f"no submission {submission_id}")
@@ -245,10 +258,32 @@ def moderate(session: Session, submission_id: int, action: str, admin: User) -> 
             "problem": submission.problem.name,
             "user": submission.user.name,
             "status": submission.status,
+            "reason": reason,
         },
     )
     session.flush()
     return submission
+
+
+@dataclass(frozen=True)
+class ModerationReasons:
+    """Why the organizers hid the submission or marked it hacked, as they said when they did
+    (None where it is not, or no reason was kept: moderation before reasons were asked)."""
+
+    hidden: str | None = None
+    hacked: str | None = None
+
+
+def moderation_reasons(session: Session, submission: Submission) -> ModerationReasons:
+    """Read from the audit log, which keeps them (only for a hidden or hacked submission)."""
+
+    def latest(action: str) -> str | None:
+        return audit.reason_for(session, f"submission.{action}", "submission", str(submission.id))
+
+    return ModerationReasons(
+        hidden=latest("hide") if submission.is_hidden else None,
+        hacked=latest("hack") if submission.is_hacked else None,
+    )
 
 
 def reset_for_rerun(submission: Submission) -> None:

@@ -197,9 +197,15 @@ def parse_deadline(text: str) -> datetime | None:
 
 @router.get("/submissions", response_class=HTMLResponse)
 def admin_submissions(page: AdminPage) -> HTMLResponse:
+    listed = submissions.list_recent(page.session)
     return page.render(
         "admin/submissions.html",
-        submissions=submissions.list_recent(page.session),
+        submissions=listed,
+        reasons={
+            s.id: submissions.moderation_reasons(page.session, s)
+            for s in listed
+            if s.is_hidden or s.is_hacked
+        },
         section="submissions",
     )
 
@@ -210,7 +216,8 @@ def moderate_submission(
 ) -> RedirectResponse:
     action = str(form.get("action") or "")
     assert page.viewer is not None
-    submissions.moderate(page.session, submission_id, action, page.viewer)
+    reason = str(form.get("reason") or "")
+    submissions.moderate(page.session, submission_id, action, page.viewer, reason)
     done = SUBMISSION_ACTIONS_DONE.get(action, action)
     return page.redirect(
         f"/admin/submissions#s{submission_id}", f"Submission {submission_id} {done}."
@@ -219,14 +226,21 @@ def moderate_submission(
 
 @router.get("/users", response_class=HTMLResponse)
 def admin_users(page: AdminPage) -> HTMLResponse:
-    return page.render("admin/users.html", users=users.list_users(page.session), section="users")
+    listed = users.list_users(page.session)
+    return page.render(
+        "admin/users.html",
+        users=listed,
+        banned_reasons={u.id: users.banned_reason(page.session, u) for u in listed if u.is_banned},
+        section="users",
+    )
 
 
 @router.post("/users/{user_id}")
 def moderate_user(user_id: RowId, page: AdminPage, form: PostedForm) -> RedirectResponse:
     assert page.viewer is not None
     action = str(form.get("action") or "")
-    user = users.moderate_user(page.session, page.viewer, user_id, action)
+    reason = str(form.get("reason") or "")
+    user = users.moderate_user(page.session, page.viewer, user_id, action, reason)
     done = USER_ACTIONS_DONE.get(action, action)
     return page.redirect(f"/admin/users#u{user_id}", f"{user.name} {done}.")
 

@@ -325,6 +325,11 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
         "live": submission.status in LIVE_STATUSES,
         "wait": submissions.queue_wait(page.session, submission),
         "show_code": show_code,
+        # The organizers' reasons for hiding it or marking it hacked: its author's and theirs.
+        "reasons": submissions.moderation_reasons(page.session, submission)
+        if page.viewer is not None
+        and (page.viewer.is_admin or page.viewer.id == submission.user_id)
+        else None,
         "sol_fraction": report.sol_fraction if report is not None else None,
         "judged": judgement.judge(
             shown.cases, scored=submission.score is not None, warm_inputs=warm_inputs
