@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, defer, joinedload
 
-from server.models import Problem, Submission, SubmissionFile, User, utcnow
+from server.models import Problem, Submission, SubmissionFile, SubmissionVerdict, User, utcnow
 
 
 def get_submission(
@@ -136,3 +136,16 @@ def put_file(
 
 def delete_files(session: Session, submission_id: int) -> None:
     session.execute(delete(SubmissionFile).where(SubmissionFile.submission_id == submission_id))
+
+
+def add_verdict(session: Session, verdict: SubmissionVerdict) -> None:
+    session.add(verdict)
+
+
+def earlier_verdicts(session: Session, submission_id: int) -> Sequence[SubmissionVerdict]:
+    """A submission's earlier verdicts, oldest first."""
+    return session.scalars(
+        select(SubmissionVerdict)
+        .where(SubmissionVerdict.submission_id == submission_id)
+        .order_by(SubmissionVerdict.id)
+    ).all()

@@ -91,6 +91,18 @@ class FingerprintOut(BaseModel):
         )
 
 
+class EarlierVerdict(BaseModel):
+    """A verdict the submission had before an organizer's re-run graded it again."""
+
+    status: str
+    score: float | None
+    message: str = Field(description="as the current verdict's message is shown to you")
+    problem_version: int
+    started_at: datetime | None
+    finished_at: datetime | None = Field(description="when that verdict was reached")
+    replaced_at: datetime = Field(description="when the re-run replaced it")
+
+
 class SubmissionOut(SubmissionSummary):
     """A submission and its report (the report's fields are filled once it is graded): its
     summary's fields, then these."""
@@ -107,6 +119,11 @@ class SubmissionOut(SubmissionSummary):
     hacked_reason: str | None = Field(
         default=None,
         description="why an organizer marked it hacked (null: not hacked, or no reason kept)",
+    )
+    history: list[EarlierVerdict] = Field(
+        default_factory=list,
+        description="its earlier verdicts, oldest first: each one an organizer's re-run "
+        "replaced (empty if it was never re-run)",
     )
     cases: list[CaseResult]
     queue_position: int | None = Field(

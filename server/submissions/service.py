@@ -23,7 +23,7 @@ from server.errors import (
     TooManyRequests,
 )
 from server.leaderboards import upkeep
-from server.models import Problem, Submission, User, utcnow
+from server.models import Problem, Submission, SubmissionVerdict, User, utcnow
 from server.outbox import jobs, places
 from server.problems import service as problems
 from server.settings import Settings
@@ -233,6 +233,7 @@ def moderate(
     elif action == "rerun":
         if submission.status not in TERMINAL:
             raise Conflict(f"submission {submission_id} is still {submission.status}")
+        keep_verdict(session, submission)
         reset_for_rerun(submission)
         # The old grading's profile goes with its report; the new grading brings its own.
         repository.delete_files(session, submission.id)
@@ -286,8 +287,35 @@ def moderation_reasons(session: Session, submission: Submission) -> ModerationRe
     )
 
 
+def keep_verdict(session: Session, submission: Submission) -> None:
+    """Keep the submission's verdict as it stands in its history, before a re-run resets it."""
+    repository.add_verdict(
+        session,
+        SubmissionVerdict(
+            submission_id=submission.id,
+            problem_version=submission.problem_version,
+            status=submission.status,
+            score=submission.score,
+            sol_fraction=submission.sol_fraction,
+            message=submission.message,
+            flags=list(submission.flags),
+            report=submission.report,
+            worker=submission.worker,
+            started_at=submission.started_at,
+            finished_at=submission.finished_at,
+            replaced_at=utcnow(),
+        ),
+    )
+
+
+def earlier_verdicts(session: Session, submission: Submission) -> Sequence[SubmissionVerdict]:
+    """Its verdicts before the re-runs that replaced them, oldest first."""
+    return repository.earlier_verdicts(session, submission.id)
+
+
 def reset_for_rerun(submission: Submission) -> None:
-    """Back to queued against the problem's current version, the old verdict forgotten."""
+    """Back to queued against the problem's current version; its verdict is in its history
+    (``keep_verdict``)."""
     submission.problem_version = submission.problem.version
     submission.status = Status.QUEUED
     submission.score = None

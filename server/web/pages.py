@@ -325,6 +325,20 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
         "live": submission.status in LIVE_STATUSES,
         "wait": submissions.queue_wait(page.session, submission),
         "show_code": show_code,
+        # Verdicts re-runs replaced, oldest first, each message as this viewer may read it.
+        "history": [
+            (
+                earlier,
+                disclosure.disclose_earlier(
+                    page.viewer,
+                    submission,
+                    earlier,
+                    reports.stored_earlier(submission, earlier),
+                    code_visible=show_code,
+                ),
+            )
+            for earlier in submissions.earlier_verdicts(page.session, submission)
+        ],
         # The organizers' reasons for hiding it or marking it hacked: its author's and theirs.
         "reasons": submissions.moderation_reasons(page.session, submission)
         if page.viewer is not None
