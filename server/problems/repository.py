@@ -78,3 +78,18 @@ def competition_openings(session: Session, problem_ids: Sequence[int]) -> dict[i
 def as_utc(moment: datetime) -> datetime:
     """An aggregate's time: SQLite gives it without its zone, as the column type is bypassed."""
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def in_open_competitions(
+    session: Session, now: datetime, problem_ids: Sequence[int] | None = None
+) -> set[int]:
+    """Which problems (of these, or of all) are in a competition open at ``now``."""
+    query = (
+        select(CompetitionProblem.problem_id)
+        .join(Competition, Competition.id == CompetitionProblem.competition_id)
+        .where(Competition.opens_at <= now, Competition.closes_at > now)
+        .distinct()
+    )
+    if problem_ids is not None:
+        query = query.where(CompetitionProblem.problem_id.in_(problem_ids))
+    return set(session.scalars(query))

@@ -268,6 +268,11 @@ def opening_of(session: Session, problem: Problem) -> datetime | None:
     return opens_at(problem, repository.competition_openings(session, [problem.id]).get(problem.id))
 
 
+def in_open_competition(session: Session, problem_ids: Sequence[int] | None = None) -> set[int]:
+    """Which problems (of these, or of all) are in a competition open now."""
+    return repository.in_open_competitions(session, utcnow(), problem_ids)
+
+
 def opened(session: Session, problem: Problem) -> bool:
     """Whether the problem's start time or its competition's opening has come."""
     moment = opening_of(session, problem)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, defer, joinedload
 
+from grader.report import Mode
 from server.models import Problem, Submission, SubmissionFile, SubmissionVerdict, User, utcnow
 
 
@@ -48,8 +49,10 @@ def list_user_submissions(
     limit: int = 200,
     problem_id: int | None = None,
     before: int | None = None,
+    private_problem_ids: Collection[int] | None = None,
 ) -> Sequence[Submission]:
-    """Newest first; `before`: only those older than this id (the next page). A final
+    """Newest first; `before`: only those older than this id (the next page);
+    `private_problem_ids`: without the runs other than ranked ones on these problems. A final
     judging's runs are the organizers', not the user's: never listed."""
     query = (
         select(Submission)
@@ -60,6 +63,13 @@ def list_user_submissions(
     )
     if not include_hidden:
         query = query.where(Submission.is_hidden.is_(False))
+    if private_problem_ids:
+        query = query.where(
+            or_(
+                Submission.mode == Mode.LEADERBOARD,
+                Submission.problem_id.not_in(private_problem_ids),
+            )
+        )
     if problem_id is not None:
         query = query.where(Submission.problem_id == problem_id)
     if before is not None:

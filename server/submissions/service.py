@@ -158,12 +158,32 @@ def get_submission_for(session: Session, submission_id: int, user: User) -> Subm
     return submission
 
 
+def sees_everything_of(viewer: User | None, submission: Submission) -> bool:
+    """Its author and the organizers (admins) see every submission of theirs whole."""
+    return viewer is not None and (viewer.is_admin or viewer.id == submission.user_id)
+
+
 def can_see(session: Session, viewer: User | None, submission: Submission) -> bool:
-    """Results of a submission are public unless an organizer hid it, or its problem is
-    hidden, not live or not opened."""
-    if viewer is not None and (viewer.is_admin or viewer.id == submission.user_id):
+    """Results of a submission are public unless an organizer hid it, its problem is hidden,
+    not live or not opened, or it is a private run (``private_problem_ids``)."""
+    if sees_everything_of(viewer, submission):
         return True
-    return problems.shown_to_everyone(session, submission.problem) and not submission.is_hidden
+    return (
+        problems.shown_to_everyone(session, submission.problem)
+        and not submission.is_hidden
+        and not (
+            submission.mode != Mode.LEADERBOARD
+            and submission.problem_id in private_problem_ids(session, [submission.problem_id])
+        )
+    )
+
+
+def private_problem_ids(session: Session, problem_ids: Sequence[int] | None = None) -> set[int]:
+    """The problems (of these, or of all) whose runs other than ranked ones (test, benchmark
+    and profile mode: a competitor trying ideas, with their scores) are their author's and
+    the organizers' alone: those of a competition open now. Once it closes they are public
+    again, as any submission's results."""
+    return problems.in_open_competition(session, problem_ids)
 
 
 def can_see_code(session: Session, viewer: User | None, submission: Submission) -> bool:
@@ -190,7 +210,12 @@ def list_for_user(session: Session, user: User, viewer: User | None) -> Sequence
     """A user's submissions, newest first: all of them for the user and admins, the visible
     ones for everyone else."""
     everything = viewer is not None and (viewer.is_admin or viewer.id == user.id)
-    return repository.list_user_submissions(session, user.id, include_hidden=everything)
+    return repository.list_user_submissions(
+        session,
+        user.id,
+        include_hidden=everything,
+        private_problem_ids=None if everything else private_problem_ids(session),
+    )
 
 
 def list_own(
