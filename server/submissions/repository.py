@@ -77,13 +77,35 @@ def list_user_submissions(
     return session.scalars(query).all()
 
 
-def list_recent_submissions(session: Session, limit: int) -> Sequence[Submission]:
-    return session.scalars(
+def list_recent_submissions(
+    session: Session,
+    limit: int,
+    *,
+    problem_id: int | None = None,
+    user_id: int | None = None,
+    status: str | None = None,
+    mode: str | None = None,
+    before: int | None = None,
+) -> Sequence[Submission]:
+    """Everyone's, newest first, narrowed by whichever of these are given; `before`: only
+    those older than this id (the next page)."""
+    query = (
         select(Submission)
         .options(joinedload(Submission.problem), joinedload(Submission.user))
         .order_by(Submission.id.desc())
         .limit(limit)
-    ).all()
+    )
+    if problem_id is not None:
+        query = query.where(Submission.problem_id == problem_id)
+    if user_id is not None:
+        query = query.where(Submission.user_id == user_id)
+    if status is not None:
+        query = query.where(Submission.status == status)
+    if mode is not None:
+        query = query.where(Submission.mode == mode)
+    if before is not None:
+        query = query.where(Submission.id < before)
+    return session.scalars(query).all()
 
 
 def recent_submission_times(

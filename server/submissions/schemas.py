@@ -57,6 +57,22 @@ class SubmissionSummary(BaseModel):
     finished_at: datetime | None
 
 
+class AdminSubmissionSummary(SubmissionSummary):
+    """One of everyone's submissions, as organizers list them."""
+
+    user: str
+    hidden: bool
+    hacked: bool
+    flags: list[str]
+
+
+class AdminSubmissionList(BaseModel):
+    submissions: list[AdminSubmissionSummary] = Field(description="newest first")
+    next_before: int | None = Field(
+        description="pass as `before` for the next page; null on the last one"
+    )
+
+
 class SubmissionList(BaseModel):
     submissions: list[SubmissionSummary] = Field(description="newest first")
     next_before: int | None = Field(

@@ -25,10 +25,11 @@ from server.errors import (
 from server.leaderboards import upkeep
 from server.models import Problem, Submission, SubmissionVerdict, User, utcnow
 from server.outbox import jobs, places
+from server.problems import repository as problem_repository
 from server.problems import service as problems
 from server.settings import Settings
 from server.submissions import payloads, repository
-from server.users.service import banned_message
+from server.users import service as users
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def create_submission(
                 )
             return earlier, True
     if user.is_banned:
-        raise Forbidden(banned_message(session, user))
+        raise Forbidden(users.banned_message(session, user))
     if mode not in MODES:
         raise BadRequest(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     problem = problems.get_problem_to_submit(session, problem_name, user)
@@ -230,8 +231,65 @@ def list_own(
     )
 
 
-def list_recent(session: Session, limit: int = 200) -> Sequence[Submission]:
-    return repository.list_recent_submissions(session, limit)
+@dataclass(frozen=True)
+class SubmissionFilter:
+    """What an organizer narrows the list of everyone's submissions to, as given (names and
+    values; None: any)."""
+
+    problem: str | None = None
+    user: str | None = None
+    status: str | None = None
+    mode: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        problem: str | None = None,
+        user: str | None = None,
+        status: str | None = None,
+        mode: str | None = None,
+    ) -> SubmissionFilter:
+        """Blank fields (an empty form field) are None."""
+
+        def given(value: str | None) -> str | None:
+            return (value or "").strip() or None
+
+        return cls(given(problem), given(user), given(status), given(mode))
+
+
+def list_recent(
+    session: Session,
+    limit: int = 200,
+    narrowed: SubmissionFilter | None = None,
+    *,
+    before: int | None = None,
+) -> Sequence[Submission]:
+    """Everyone's submissions, newest first, for organizers; an unknown problem or user is a
+    NotFound, a status or mode that is none of ours a BadRequest naming those there are."""
+    narrowed = narrowed or SubmissionFilter()
+    if narrowed.status is not None and narrowed.status not in tuple(Status):
+        raise BadRequest(
+            f"unknown status {narrowed.status!r}; choose one of {', '.join(tuple(Status))}"
+        )
+    if narrowed.mode is not None and narrowed.mode not in MODES:
+        raise BadRequest(f"unknown mode {narrowed.mode!r}; choose one of {', '.join(MODES)}")
+    problem = None
+    if narrowed.problem is not None:
+        problem = problem_repository.get_problem(session, narrowed.problem, light=True)
+        if problem is None:
+            raise NotFound(f"no problem named {narrowed.problem!r}")
+    user = None
+    if narrowed.user is not None:
+        user = users.get_user(session, narrowed.user)
+    return repository.list_recent_submissions(
+        session,
+        limit,
+        problem_id=problem.id if problem is not None else None,
+        user_id=user.id if user is not None else None,
+        status=narrowed.status,
+        mode=narrowed.mode,
+        before=before,
+    )
 
 
 MODERATIONS = ("hide", "unhide", "hack", "unhack", "rerun")

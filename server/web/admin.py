@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
 
+from grader.report import Mode, Status
 from server.audit import service as audit
 from server.deps import RowId
 from server.errors import BadRequest, KernelJudgeError
@@ -196,11 +197,30 @@ def parse_deadline(text: str) -> datetime | None:
 
 
 @router.get("/submissions", response_class=HTMLResponse)
-def admin_submissions(page: AdminPage) -> HTMLResponse:
-    listed = submissions.list_recent(page.session)
+def admin_submissions(
+    page: AdminPage,
+    problem: str | None = Query(default=None, max_length=100),
+    user: str | None = Query(default=None, max_length=64),
+    status: str | None = Query(default=None, max_length=16),
+    mode: str | None = Query(default=None, max_length=16),
+) -> HTMLResponse:
+    """The newest 200, narrowed by the filter form's fields; a filter naming nothing there is
+    is said above an empty list (404 or 422, as the API answers it)."""
+    narrowed = submissions.SubmissionFilter.of(problem, user, status, mode)
+    error, status_code = None, 200
+    try:
+        listed = submissions.list_recent(page.session, 200, narrowed)
+    except KernelJudgeError as exc:
+        listed, error, status_code = [], exc.detail, exc.status_code
     return page.render(
         "admin/submissions.html",
+        status_code=status_code,
         submissions=listed,
+        narrowed=narrowed,
+        filter_error=error,
+        statuses=[status.value for status in Status],
+        modes=[mode.value for mode in Mode],
+        problem_names=[p.name for p in problems.list_visible_problems(page.session, page.viewer)],
         reasons={
             s.id: submissions.moderation_reasons(page.session, s)
             for s in listed
