@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, defer
 
 from server.models import Competition, CompetitionProblem, Problem, ProblemValidation
-
 
 # A problem without its largest columns (read on first use): its files, example solutions,
 # staged version and description.
@@ -72,12 +71,7 @@ def competition_openings(session: Session, problem_ids: Sequence[int]) -> dict[i
         .where(CompetitionProblem.problem_id.in_(problem_ids))
         .group_by(CompetitionProblem.problem_id)
     ).all()
-    return {problem_id: as_utc(opens_at) for problem_id, opens_at in rows}
-
-
-def as_utc(moment: datetime) -> datetime:
-    """An aggregate's time: SQLite gives it without its zone, as the column type is bypassed."""
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return dict(rows)
 
 
 def in_open_competitions(
