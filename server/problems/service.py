@@ -246,10 +246,6 @@ def is_admin(user: User | None) -> bool:
     return bool(user and user.is_admin)
 
 
-def started(problem: Problem) -> bool:
-    return problem.starts_at is None or utcnow() >= problem.starts_at
-
-
 def opens_at(problem: Problem, competition_opens_at: datetime | None) -> datetime | None:
     """When competitors first see the problem: a visible one at its start time (at once
     without one), and any one at the opening of its earliest competition, whichever comes

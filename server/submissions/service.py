@@ -160,7 +160,7 @@ def get_submission_for(session: Session, submission_id: int, user: User) -> Subm
 
 
 def sees_everything_of(viewer: User | None, submission: Submission) -> bool:
-    """Its author and the organizers (admins) see every submission of theirs whole."""
+    """A submission's author and the organizers (admins) see all of it."""
     return viewer is not None and (viewer.is_admin or viewer.id == submission.user_id)
 
 
