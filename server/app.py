@@ -29,7 +29,9 @@ from server.leaderboards.endpoints import router as leaderboards_router
 from server.problems.endpoints import router as problems_router
 from server.security_headers import SecurityHeaders, script_hashes
 from server.settings import get_settings
+from server.submissions.admin_endpoints import router as submission_admin_router
 from server.submissions.endpoints import router as submissions_router
+from server.users.endpoints import router as user_admin_router
 from server.web import errors as web_errors
 from server.web.accounts import router as accounts_router
 from server.web.admin import router as admin_router
@@ -176,6 +178,8 @@ def create_app() -> FastAPI:
     app.include_router(competitions_router)
     app.include_router(judging_router)
     app.include_router(audit_router)
+    app.include_router(submission_admin_router)
+    app.include_router(user_admin_router)
     app.include_router(pages_router)
     app.include_router(competition_pages_router)
     app.include_router(accounts_router)

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -412,28 +413,48 @@ def problem_add(
             "or archive (it starts empty; earlier versions' stay readable)"
         ),
     ] = "carry_over",
+    hidden: Annotated[
+        bool | None,
+        typer.Option(
+            "--hidden/--visible",
+            help="hidden: only admins see it until a competition of its opens; default: a "
+            "new problem is visible, an existing one keeps its setting",
+        ),
+    ] = None,
+    starts_at: Annotated[
+        str | None,
+        typer.Option(
+            help="competitors see it from then on, e.g. 2027-03-01T00:00:00Z (with its zone)"
+        ),
+    ] = None,
 ) -> None:
     """Add a problem, or a new version of it when its files changed. It goes live once a
     worker of each device type has validated it (`kerneljudge serve` or `worker` must run)."""
     from server.db import session_scope
     from server.errors import KernelJudgeError
     from server.problems import validation
-    from server.problems.service import add_problem_from_path
+    from server.problems.service import Opening, add_problem_from_path, opening_of
     from server.settings import get_settings
 
     settings = get_settings()
     prepare_database()
     try:
+        opening = Opening(hidden=hidden, starts_at=parse_moment(starts_at))
         with session_scope() as session:
             problem = add_problem_from_path(
-                session, settings, path, name, actor=None, leaderboard=leaderboard
+                session, settings, path, name, actor=None, leaderboard=leaderboard, opening=opening
             )
+            opens = opening_of(session, problem)
     except KernelJudgeError as exc:
         err.print(f"[red]error:[/] {exc.detail}")
         raise typer.Exit(1) from exc
     with session_scope() as session:
         rows = validation.current_round(session, problem)
     typer.echo(f"problem {problem.name!r} is at version {problem.version}")
+    if opens is None:
+        typer.echo("hidden: only admins see it until a competition of its opens")
+    elif opens > datetime.now(UTC):
+        typer.echo(f"opens at {opens:%Y-%m-%d %H:%M} UTC")
     if problem.status == validation.VALIDATING:
         gpus = ", ".join(row.gpu_type for row in rows)
         typer.echo(f"status: {problem.status}; validation queued for the {gpus} queue(s)")
@@ -463,6 +484,21 @@ def problem_baseline(
         err.print(f"[red]error:[/] {exc.detail}")
         raise typer.Exit(1) from exc
     typer.echo(f"baselines of {name!r} queued for the {', '.join(asked)} queue(s)")
+
+
+def parse_moment(text: str | None) -> datetime | None:
+    """A time given on the command line, with its zone."""
+    from server.errors import BadRequest
+
+    if text is None:
+        return None
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise BadRequest(f"{text!r} is not a time (e.g. 2027-03-01T00:00:00Z)") from exc
+    if moment.tzinfo is None:
+        raise BadRequest(f"give {text!r} with its time zone (Z or +02:00)")
+    return moment
 
 
 @competition_app.command("add")

@@ -1,6 +1,6 @@
 """The tables: users and their API tokens, problems and their validations, submissions with
-their reports and their files, failed log-ins, the audit log of admin actions, and
-competitions with their problems, teams and members."""
+their reports, their files and their earlier verdicts, failed log-ins, the audit log of
+admin actions, and competitions with their problems, teams and members."""
 
 from __future__ import annotations
 
@@ -277,6 +277,31 @@ class Submission(Base):
 
     user: Mapped[User] = relationship()
     problem: Mapped[Problem] = relationship()
+
+
+class SubmissionVerdict(Base):
+    """An earlier verdict of a submission that was graded again (an organizer's re-run): its
+    grading's status, score, message and report as they stood, kept when the re-run reset
+    the submission, so its history shows every verdict it had."""
+
+    __tablename__ = "submission_verdicts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    submission_id: Mapped[int] = mapped_column(
+        ForeignKey("submissions.id", ondelete="CASCADE"), index=True
+    )
+    problem_version: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(NulFreeString(16))
+    score: Mapped[float | None] = mapped_column(Float, default=None)
+    sol_fraction: Mapped[float | None] = mapped_column(Float, default=None)
+    message: Mapped[str] = mapped_column(NulFreeText, default="")
+    flags: Mapped[list[str]] = mapped_column(JSON, default=list)
+    report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    worker: Mapped[str | None] = mapped_column(NulFreeString(200), default=None)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # When the re-run replaced it.
+    replaced_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class SubmissionFile(Base):

@@ -24,3 +24,17 @@ def list_entries(session: Session, *, offset: int, limit: int) -> Sequence[Audit
 
 def count_entries(session: Session) -> int:
     return session.scalar(select(func.count()).select_from(AuditEntry)) or 0
+
+
+def latest_entry(session: Session, action: str, target_type: str, target: str) -> AuditEntry | None:
+    """The newest entry of this action on this target."""
+    return session.scalar(
+        select(AuditEntry)
+        .where(
+            AuditEntry.action == action,
+            AuditEntry.target_type == target_type,
+            AuditEntry.target == target,
+        )
+        .order_by(AuditEntry.id.desc())
+        .limit(1)
+    )

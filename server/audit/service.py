@@ -20,6 +20,30 @@ MAX_PER_PAGE = 200
 MAX_PAGE = (2**63 - 1) // MAX_PER_PAGE
 
 
+MAX_REASON_CHARS = 1000
+
+
+def reason_of(action: str, reason: str | None, required_for: Sequence[str]) -> str | None:
+    """A moderation's reason as an organizer gave it, trimmed (None for none): a BadRequest
+    where the action needs one (its subject reads it) and none was given, or where it is
+    over ``MAX_REASON_CHARS``."""
+    reason = (reason or "").strip() or None
+    if reason is None and action in required_for:
+        raise BadRequest(f"give a reason to {action}: it is shown to whom it concerns")
+    if reason is not None and len(reason) > MAX_REASON_CHARS:
+        raise BadRequest(f"the reason is over {MAX_REASON_CHARS} characters")
+    return reason
+
+
+def reason_for(session: Session, action: str, target_type: str, target: str) -> str | None:
+    """The reason the latest such action on the target was given (None: none, or no such
+    action): the audit log is where a moderation's reason is kept, and read back to show it
+    to whom it concerns."""
+    entry = repository.latest_entry(session, action, target_type, target)
+    reason = entry.details.get("reason") if entry is not None else None
+    return reason if isinstance(reason, str) else None
+
+
 def record(
     session: Session,
     actor: User | None,

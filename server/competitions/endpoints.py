@@ -65,7 +65,9 @@ def detail(session: Session, competition: Competition, viewer: User | None) -> C
     return CompetitionOut(
         **summary(competition, repository.team_count(session, competition.id)).model_dump(),
         description=competition.description,
-        problems=[problem_out(entry) for entry in service.shown_problems(competition, viewer)],
+        problems=[
+            problem_out(entry) for entry in service.shown_problems(session, competition, viewer)
+        ],
         final_runs=competition.final_runs,
         points_table=competition.points_table,
         pin=competition.pin,

@@ -19,6 +19,7 @@ from server.errors import BadRequest, Conflict, Forbidden, NotFound
 from server.models import Competition, CompetitionProblem, Team, TeamMember, User, utcnow
 from server.problems import service as problems
 from server.settings import Settings
+from server.users.service import banned_message
 
 INVITE_BYTES = 16  # 128 random bits
 
@@ -45,13 +46,15 @@ def list_competitions(session: Session) -> Sequence[Competition]:
     return repository.list_competitions(session)
 
 
-def shown_problems(competition: Competition, viewer: User | None) -> list[CompetitionProblem]:
+def shown_problems(
+    session: Session, competition: Competition, viewer: User | None
+) -> list[CompetitionProblem]:
     """The competition's problems a viewer may see: all of them for admins, for everyone
-    else those shown to everyone (a problem hidden until the start stays hidden here too)."""
+    else those shown to everyone (a problem hidden until it opens stays hidden here too)."""
     return [
         entry
         for entry in competition.problems
-        if problems.is_admin(viewer) or problems.shown_to_everyone(entry.problem)
+        if problems.is_admin(viewer) or problems.shown_to_everyone(session, entry.problem)
     ]
 
 
@@ -219,7 +222,7 @@ def open_to_teams(session: Session, competition_name: str, user: User) -> Compet
     """The competition a user forms or joins a team in: it exists, has not closed, and the
     user is in no team of it yet."""
     if user.is_banned:
-        raise Forbidden("this account is banned")
+        raise Forbidden(banned_message(session, user))
     competition = get_competition(session, competition_name)
     if phase(competition) == Phase.CLOSED:
         raise Conflict(

@@ -88,7 +88,7 @@ def board(session: Session, competition: Competition, viewer: User | None) -> Bo
     disqualified = [t for t in teams if t.disqualified_at is not None]
     disqualified.sort(key=lambda t: (t.disqualified_at, t.id))
     rows += [Row(t, None, yours=t is mine) for t in disqualified]
-    shown = shown_problems(competition, viewer)
+    shown = shown_problems(session, competition, viewer)
     notes = board_notes(
         competition,
         scoring,

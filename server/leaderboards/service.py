@@ -138,8 +138,8 @@ def readable_problem(session: Session, name: str, viewer: User | None) -> Proble
         stamp = repository.stamp_of(problem)
         _problems.put(key, HeldProblem(copy_of(problem), now + PROBLEM_TTL_S, stamp))
         return problem
-    if not (problems.is_admin(viewer) or problems.shown_to_everyone(held.problem)):
-        raise NotFound(f"no problem named {name!r}")
+    if not (problems.is_admin(viewer) or problems.shown_to_everyone(session, held.problem)):
+        raise NotFound(problems.hidden_message(session, held.problem, name))
     return held.problem
 
 

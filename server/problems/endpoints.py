@@ -3,6 +3,8 @@ archive, read its validation and run it again."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import Response
 
@@ -32,6 +34,7 @@ def summary(problem: Problem, settings: Settings) -> ProblemSummary:
         updated_at=problem.updated_at,
         status=problem.status,
         starts_at=problem.starts_at,
+        hidden=not problem.is_public,
         deadline=problem.deadline,
         leaderboard_from_version=problem.leaderboard_from_version,
         pending_version=problem.candidate["version"] if problem.candidate else None,
@@ -133,11 +136,29 @@ def add_problem(
         description="on a new version: 'carry_over' keeps earlier versions' rows on the live "
         "leaderboard; 'archive' starts it empty (earlier versions' stay readable)",
     ),
+    hidden: bool | None = Form(
+        default=None,
+        description="true: only admins see the problem until a competition of its opens; "
+        "false: visible (from starts_at, if any); left out: a new problem is visible, an "
+        "existing one keeps its setting",
+    ),
+    starts_at: datetime | None = Form(
+        default=None,
+        description="with its time zone: competitors see the problem from then on (its "
+        "competition's opening, if earlier, opens it too); left out: kept as it is",
+    ),
 ) -> ProblemOut:
     # FastAPI has spooled the upload already; reading it here, in the thread pool, is fine.
     raw = archive_file.file.read(settings.max_archive_bytes + 1)
     problem, created = service.add_problem_from_archive(
-        session, settings, raw, archive_file.filename or "", name, admin, leaderboard
+        session,
+        settings,
+        raw,
+        archive_file.filename or "",
+        name,
+        admin,
+        leaderboard,
+        service.Opening(hidden=hidden, starts_at=starts_at),
     )
     # Its validation round is sent once this request's transaction commits.
     out = detail(problem, settings)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, defer
 
-from server.models import Problem, ProblemValidation
-
+from server.models import Competition, CompetitionProblem, Problem, ProblemValidation
 
 # A problem without its largest columns (read on first use): its files, example solutions,
 # staged version and description.
@@ -58,3 +58,32 @@ def validations_of_round(
         .where(ProblemValidation.problem_id == problem_id, ProblemValidation.attempt == attempt)
         .order_by(ProblemValidation.gpu_type)
     ).all()
+
+
+def competition_openings(session: Session, problem_ids: Sequence[int]) -> dict[int, datetime]:
+    """Each of these problems' earliest competition opening (problems in no competition are
+    absent)."""
+    if not problem_ids:
+        return {}
+    rows = session.execute(
+        select(CompetitionProblem.problem_id, func.min(Competition.opens_at))
+        .join(Competition, Competition.id == CompetitionProblem.competition_id)
+        .where(CompetitionProblem.problem_id.in_(problem_ids))
+        .group_by(CompetitionProblem.problem_id)
+    ).all()
+    return dict(rows)
+
+
+def in_open_competitions(
+    session: Session, now: datetime, problem_ids: Sequence[int] | None = None
+) -> set[int]:
+    """Which problems (of these, or of all) are in a competition open at ``now``."""
+    query = (
+        select(CompetitionProblem.problem_id)
+        .join(Competition, Competition.id == CompetitionProblem.competition_id)
+        .where(Competition.opens_at <= now, Competition.closes_at > now)
+        .distinct()
+    )
+    if problem_ids is not None:
+        query = query.where(CompetitionProblem.problem_id.in_(problem_ids))
+    return set(session.scalars(query))

@@ -20,7 +20,14 @@ class ProblemSummary(BaseModel):
         "validated on the workers) and 'invalid' (it failed validation)"
     )
     starts_at: datetime | None = Field(
-        default=None, description="before it, only admins see the problem"
+        default=None,
+        description="before it, only admins see the problem (unless a competition of its "
+        "opened earlier)",
+    )
+    hidden: bool = Field(
+        default=False,
+        description="hidden: competitors see the problem only once a competition of its "
+        "has opened (starts_at does not open it)",
     )
     deadline: datetime | None = Field(
         default=None, description="after it, leaderboard-mode submissions are refused"

@@ -9,7 +9,8 @@ import re
 import secrets
 import tempfile
 from collections.abc import Sequence
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sqlalchemy.orm import Session
@@ -107,6 +108,7 @@ def add_problem_from_archive(
     name: str | None,
     actor: User,
     leaderboard: str = CARRY_OVER,
+    opening: Opening | None = None,
 ) -> tuple[Problem, bool]:
     """Unpack an uploaded archive and add its problem, to be validated; returns it and
     whether it is new. Its validation is sent once the caller commits."""
@@ -126,6 +128,7 @@ def add_problem_from_archive(
                 actor=actor,
                 source=f"archive {filename}",
                 leaderboard=leaderboard,
+                opening=opening,
             )
         except BadRequest as exc:
             # Name files as they are in the archive, not where the server unpacked them.
@@ -142,11 +145,14 @@ def add_problem_from_path(
     actor: User | None,
     source: str | None = None,
     leaderboard: str = CARRY_OVER,
+    opening: Opening | None = None,
 ) -> Problem:
     """An admin's (or, with no actor, the command line's) add or update, written to the audit
     log: ``problem.add``, ``problem.update`` (a new version) or ``problem.unchanged``. A new
     problem or version (or new example solutions) is not live until it has been validated;
-    its validation is sent once the caller commits."""
+    its validation is sent once the caller commits. ``opening`` hides or schedules it (its
+    fields left None keep the problem's settings: a new problem is visible at once)."""
+    opening = opening or Opening()
     try:
         loaded = load_problem(path)
     except ProblemError as exc:
@@ -160,6 +166,7 @@ def add_problem_from_path(
         session, loaded, name, solutions=solutions, leaderboard=leaderboard, keep_live=True
     )
     newest = versions.newest(problem)
+    opening.apply(problem)
     if before is None:
         action = "problem.add"
         problem.status = validation.VALIDATING  # nothing serves until it is validated
@@ -183,9 +190,35 @@ def add_problem_from_path(
             "leaderboard": leaderboard if action == "problem.update" else None,
             "status": problem.status,
             "live_version": problem.version if problem.status == LIVE else None,
+            "is_public": problem.is_public,
+            "starts_at": problem.starts_at.isoformat() if problem.starts_at else None,
         },
     )
     return problem
+
+
+@dataclass(frozen=True)
+class Opening:
+    """How an upload hides or schedules its problem: ``hidden`` (until a competition of its
+    opens) and a start time; None keeps what the problem has."""
+
+    hidden: bool | None = None
+    starts_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        if self.starts_at is not None and self.starts_at.tzinfo is None:
+            raise BadRequest("give the start time with its time zone (Z or +02:00)")
+
+    def apply(self, problem: Problem) -> None:
+        if self.starts_at is not None:
+            if problem.deadline is not None and self.starts_at >= problem.deadline:
+                raise BadRequest(
+                    f"the start time must come before the deadline "
+                    f"({problem.deadline:%Y-%m-%d %H:%M} UTC)"
+                )
+            problem.starts_at = self.starts_at.astimezone(UTC)
+        if self.hidden is not None:
+            problem.is_public = not self.hidden
 
 
 def newest_state(problem: Problem) -> tuple[int, str, dict[str, str]]:
@@ -213,29 +246,68 @@ def is_admin(user: User | None) -> bool:
     return bool(user and user.is_admin)
 
 
-def started(problem: Problem) -> bool:
-    return problem.starts_at is None or utcnow() >= problem.starts_at
+def opens_at(problem: Problem, competition_opens_at: datetime | None) -> datetime | None:
+    """When competitors first see the problem: a visible one at its start time (at once
+    without one), and any one at the opening of its earliest competition, whichever comes
+    first; None for a hidden problem in no competition (only admins ever see it). Hidden
+    (``is_public`` off) thus means hidden until its competition opens."""
+    moments = [] if competition_opens_at is None else [competition_opens_at]
+    if problem.is_public:
+        moments.append(problem.starts_at or datetime.min.replace(tzinfo=UTC))
+    return min(moments, default=None)
 
 
-def shown_to_everyone(problem: Problem) -> bool:
-    """Competitors see a problem that is visible, live and has started; admins see all."""
-    return problem.is_public and problem.status == LIVE and started(problem)
+def opening_of(session: Session, problem: Problem) -> datetime | None:
+    """``opens_at`` with the problem's competitions read from the database."""
+    if problem.is_public and problem.starts_at is None:
+        return datetime.min.replace(tzinfo=UTC)  # no competition makes it any earlier
+    return opens_at(problem, repository.competition_openings(session, [problem.id]).get(problem.id))
+
+
+def in_open_competition(session: Session, problem_ids: Sequence[int] | None = None) -> set[int]:
+    """Which problems (of these, or of all) are in a competition open now."""
+    return repository.in_open_competitions(session, utcnow(), problem_ids)
+
+
+def opened(session: Session, problem: Problem) -> bool:
+    """Whether the problem's start time or its competition's opening has come."""
+    moment = opening_of(session, problem)
+    return moment is not None and utcnow() >= moment
+
+
+def shown_to_everyone(session: Session, problem: Problem) -> bool:
+    """Competitors see a problem that is live and has opened (``opens_at``); admins see all."""
+    return problem.status == LIVE and opened(session, problem)
+
+
+def hidden_message(session: Session, problem: Problem, name: str) -> str:
+    """Why a competitor cannot see the problem: its opening when one is coming (a scheduled
+    problem is announced), else as if it did not exist."""
+    moment = opening_of(session, problem)
+    if problem.status == LIVE and moment is not None and utcnow() < moment:
+        return f"problem {problem.name!r} opens at {moment:%Y-%m-%d %H:%M} UTC"
+    return f"no problem named {name!r}"
 
 
 def get_visible_problem(session: Session, name: str, user: User | None) -> Problem:
     problem = repository.get_problem(session, name)
-    if problem is None or not (is_admin(user) or shown_to_everyone(problem)):
+    if problem is None:
         raise NotFound(f"no problem named {name!r}")
+    if not (is_admin(user) or shown_to_everyone(session, problem)):
+        raise NotFound(hidden_message(session, problem, name))
     return problem
 
 
 def get_problem_to_submit(session: Session, name: str, user: User) -> Problem:
     """The problem a submission is for. Competitors get 404 for a hidden problem or one that
-    has not started, and 409 for one that is not live (its current version is being
-    validated or failed validation); admins may try a problem before it starts."""
+    has not opened (saying when it opens, if it will), and 409 for one that is not live (its
+    current version is being validated or failed validation); admins may try a problem
+    before it opens."""
     problem = repository.get_problem(session, name, light=True)
-    if problem is None or not (is_admin(user) or (problem.is_public and started(problem))):
+    if problem is None:
         raise NotFound(f"no problem named {name!r}")
+    if not (is_admin(user) or opened(session, problem)):
+        raise NotFound(hidden_message(session, problem, name))
     if problem.status != LIVE:
         raise Conflict(not_live_message(problem))
     return problem
@@ -257,7 +329,19 @@ def list_visible_problems(session: Session, user: User | None) -> Sequence[Probl
     everything = repository.list_problems(session)
     if is_admin(user):
         return everything
-    return [problem for problem in everything if shown_to_everyone(problem)]
+    openings = openings_of(session, everything)
+    now = utcnow()
+    return [
+        problem
+        for problem in everything
+        if problem.status == LIVE and (moment := openings[problem.id]) is not None and now >= moment
+    ]
+
+
+def openings_of(session: Session, listed: Sequence[Problem]) -> dict[int, datetime | None]:
+    """``opens_at`` of each problem (by id), its competitions read in one query."""
+    competitions = repository.competition_openings(session, [problem.id for problem in listed])
+    return {problem.id: opens_at(problem, competitions.get(problem.id)) for problem in listed}
 
 
 def service_gpu_types(settings: Settings) -> list[str]:

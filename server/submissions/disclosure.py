@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from grader.report import CaseResult, Mode, Report, ReportFile, Status
-from server.models import Submission, User
+from server.models import Submission, SubmissionVerdict, User
 
 WITHHELD = (
     "withheld in leaderboard mode; submit the same code in test or benchmark mode to see "
@@ -122,3 +122,25 @@ def ranked_message(submission: Submission, report: Report) -> str:
         failed, graded = report.failed_cases, len(report.cases)
         return f"{failed} of {graded} ranked cases failed; what they returned is {WITHHELD}"
     return f"the submission stopped with an error in its ranked run; the error is {WITHHELD}"
+
+
+def disclose_earlier(
+    viewer: User | None,
+    submission: Submission,
+    earlier: SubmissionVerdict,
+    report: Report | None,
+    *,
+    code_visible: bool = True,
+) -> str:
+    """An earlier verdict's message (its ``report``, parsed) as ``viewer`` may read it: the
+    same rules as the current one's, applied to that verdict."""
+    as_it_was = Submission(
+        id=submission.id,
+        mode=submission.mode,
+        user_id=submission.user_id,
+        status=earlier.status,
+        message=earlier.message,
+        flags=list(earlier.flags),
+    )
+    as_it_was.problem = submission.problem
+    return disclose(viewer, as_it_was, report, code_visible=code_visible).message

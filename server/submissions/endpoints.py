@@ -38,6 +38,7 @@ from server.problems.schemas import SpeedupOut
 from server.settings import Settings
 from server.submissions import disclosure, files, reports, service
 from server.submissions.schemas import (
+    EarlierVerdict,
     FingerprintOut,
     SubmissionAccepted,
     SubmissionCreate,
@@ -249,10 +250,30 @@ async def read_submission(submission_id: RowId, credentials: TokenCredentials) -
     return await as_token_user(credentials, read)
 
 
+def earlier_verdicts(
+    session: Session, submission: Submission, viewer: User
+) -> list[EarlierVerdict]:
+    return [
+        EarlierVerdict(
+            status=earlier.status,
+            score=earlier.score,
+            message=disclosure.disclose_earlier(
+                viewer, submission, earlier, reports.stored_earlier(submission, earlier)
+            ),
+            problem_version=earlier.problem_version,
+            started_at=earlier.started_at,
+            finished_at=earlier.finished_at,
+            replaced_at=earlier.replaced_at,
+        )
+        for earlier in service.earlier_verdicts(session, submission)
+    ]
+
+
 def submission_out(session: Session, submission: Submission, viewer: User) -> SubmissionOut:
     report = reports.stored(submission)
     shown = disclosure.disclose(viewer, submission, report)
     wait = service.queue_wait(session, submission)
+    reasons = service.moderation_reasons(session, submission)
     return SubmissionOut(
         id=submission.id,
         problem=submission.problem.name,
@@ -266,6 +287,9 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         flags=shown.flags,
         hidden=submission.is_hidden,
         hacked=submission.is_hacked,
+        hidden_reason=reasons.hidden,
+        hacked_reason=reasons.hacked,
+        history=earlier_verdicts(session, submission, viewer),
         cases=shown.cases,
         queue_position=wait.position if wait is not None else None,
         expected_wait_s=wait.expected_s if wait is not None else None,

@@ -72,7 +72,7 @@ def readable_file(
     """A submission's file for someone who may read its code; anyone else is told what an
     unknown submission tells them, so they learn nothing of its existence."""
     submission = repository.get_submission(session, submission_id)
-    if submission is None or not can_see_code(viewer, submission):
+    if submission is None or not can_see_code(session, viewer, submission):
         raise NotFound(f"no submission {submission_id}")
     found = repository.get_file(session, submission_id, name) if name in KEPT else None
     if found is None:

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from grader.report import Mode, Report, Status
-from server.models import Submission
+from server.models import Submission, SubmissionVerdict
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,18 @@ def stored(submission: Submission) -> Report | None:
         return None
     return from_storage(
         submission.report,
+        problem=submission.problem.name,
+        mode=Mode(submission.mode),
+        row_id=submission.id,
+    )
+
+
+def stored_earlier(submission: Submission, earlier: SubmissionVerdict) -> Report | None:
+    """The report of one of a submission's earlier verdicts, or None if it had none."""
+    if earlier.report is None:
+        return None
+    return from_storage(
+        earlier.report,
         problem=submission.problem.name,
         mode=Mode(submission.mode),
         row_id=submission.id,

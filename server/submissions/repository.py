@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, defer, joinedload
 
-from server.models import Problem, Submission, SubmissionFile, User, utcnow
+from grader.report import Mode
+from server.models import Problem, Submission, SubmissionFile, SubmissionVerdict, User, utcnow
 
 
 def get_submission(
@@ -48,8 +49,10 @@ def list_user_submissions(
     limit: int = 200,
     problem_id: int | None = None,
     before: int | None = None,
+    private_problem_ids: Collection[int] | None = None,
 ) -> Sequence[Submission]:
-    """Newest first; `before`: only those older than this id (the next page). A final
+    """Newest first; `before`: only those older than this id (the next page);
+    `private_problem_ids`: without the runs other than ranked ones on these problems. A final
     judging's runs are the organizers', not the user's: never listed."""
     query = (
         select(Submission)
@@ -60,6 +63,13 @@ def list_user_submissions(
     )
     if not include_hidden:
         query = query.where(Submission.is_hidden.is_(False))
+    if private_problem_ids:
+        query = query.where(
+            or_(
+                Submission.mode == Mode.LEADERBOARD,
+                Submission.problem_id.not_in(private_problem_ids),
+            )
+        )
     if problem_id is not None:
         query = query.where(Submission.problem_id == problem_id)
     if before is not None:
@@ -67,13 +77,35 @@ def list_user_submissions(
     return session.scalars(query).all()
 
 
-def list_recent_submissions(session: Session, limit: int) -> Sequence[Submission]:
-    return session.scalars(
+def list_recent_submissions(
+    session: Session,
+    limit: int,
+    *,
+    problem_id: int | None = None,
+    user_id: int | None = None,
+    status: str | None = None,
+    mode: str | None = None,
+    before: int | None = None,
+) -> Sequence[Submission]:
+    """Everyone's, newest first, narrowed by whichever of these are given; `before`: only
+    those older than this id (the next page)."""
+    query = (
         select(Submission)
         .options(joinedload(Submission.problem), joinedload(Submission.user))
         .order_by(Submission.id.desc())
         .limit(limit)
-    ).all()
+    )
+    if problem_id is not None:
+        query = query.where(Submission.problem_id == problem_id)
+    if user_id is not None:
+        query = query.where(Submission.user_id == user_id)
+    if status is not None:
+        query = query.where(Submission.status == status)
+    if mode is not None:
+        query = query.where(Submission.mode == mode)
+    if before is not None:
+        query = query.where(Submission.id < before)
+    return session.scalars(query).all()
 
 
 def recent_submission_times(
@@ -136,3 +168,16 @@ def put_file(
 
 def delete_files(session: Session, submission_id: int) -> None:
     session.execute(delete(SubmissionFile).where(SubmissionFile.submission_id == submission_id))
+
+
+def add_verdict(session: Session, verdict: SubmissionVerdict) -> None:
+    session.add(verdict)
+
+
+def earlier_verdicts(session: Session, submission_id: int) -> Sequence[SubmissionVerdict]:
+    """A submission's earlier verdicts, oldest first."""
+    return session.scalars(
+        select(SubmissionVerdict)
+        .where(SubmissionVerdict.submission_id == submission_id)
+        .order_by(SubmissionVerdict.id)
+    ).all()

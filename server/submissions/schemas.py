@@ -58,6 +58,22 @@ class SubmissionSummary(BaseModel):
     finished_at: datetime | None
 
 
+class AdminSubmissionSummary(SubmissionSummary):
+    """One of everyone's submissions, as organizers list them."""
+
+    user: str
+    hidden: bool
+    hacked: bool
+    flags: list[str]
+
+
+class AdminSubmissionList(BaseModel):
+    submissions: list[AdminSubmissionSummary] = Field(description="newest first")
+    next_before: int | None = Field(
+        description="pass as `before` for the next page; null on the last one"
+    )
+
+
 class SubmissionList(BaseModel):
     submissions: list[SubmissionSummary] = Field(description="newest first")
     next_before: int | None = Field(
@@ -92,6 +108,18 @@ class FingerprintOut(BaseModel):
         )
 
 
+class EarlierVerdict(BaseModel):
+    """A verdict the submission had before an organizer's re-run graded it again."""
+
+    status: str
+    score: float | None
+    message: str = Field(description="as the current verdict's message is shown to you")
+    problem_version: int
+    started_at: datetime | None
+    finished_at: datetime | None = Field(description="when that verdict was reached")
+    replaced_at: datetime = Field(description="when the re-run replaced it")
+
+
 class SubmissionOut(SubmissionSummary):
     """A submission and its report (the report's fields are filled once it is graded): its
     summary's fields, then these."""
@@ -102,6 +130,18 @@ class SubmissionOut(SubmissionSummary):
     flags: list[str]
     hidden: bool = Field(description="an organizer hid it: it is off the leaderboard")
     hacked: bool = Field(description="an organizer marked it as hacked: it is off the leaderboard")
+    hidden_reason: str | None = Field(
+        default=None, description="why an organizer hid it (null: not hidden, or no reason kept)"
+    )
+    hacked_reason: str | None = Field(
+        default=None,
+        description="why an organizer marked it hacked (null: not hacked, or no reason kept)",
+    )
+    history: list[EarlierVerdict] = Field(
+        default_factory=list,
+        description="its earlier verdicts, oldest first: each one an organizer's re-run "
+        "replaced (empty if it was never re-run)",
+    )
     cases: list[CaseResult]
     queue_position: int | None = Field(
         description="while queued: submissions that start before this one on its device type "
@@ -190,3 +230,14 @@ def why_invalid(exc: ValidationError) -> str:
         for error in exc.errors()[:5]
     )
     return f"the worker returned an invalid report ({problems})"
+
+
+class Moderation(BaseModel):
+    """An organizer's moderation of a submission."""
+
+    action: str = Field(description="'hide', 'unhide', 'hack', 'unhack' or 'rerun'")
+    reason: str | None = Field(
+        default=None,
+        description="why; required to hide and to mark hacked (its author reads it on the "
+        "submission), at most 1000 characters; kept in the audit log",
+    )

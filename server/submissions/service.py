@@ -7,6 +7,7 @@ import json
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 
 from sqlalchemy.orm import Session
@@ -22,12 +23,14 @@ from server.errors import (
     TooManyRequests,
 )
 from server.leaderboards import upkeep
-from server.models import Problem, Submission, User, utcnow
+from server.models import Problem, Submission, SubmissionVerdict, User, utcnow
 from server.outbox import jobs, places
 from server.problems import baselines
+from server.problems import repository as problem_repository
 from server.problems import service as problems
 from server.settings import Settings
 from server.submissions import payloads, repository
+from server.users import service as users
 
 log = logging.getLogger(__name__)
 
@@ -84,13 +87,14 @@ def create_submission(
                 )
             return earlier, True
     if user.is_banned:
-        raise Forbidden("this account is banned")
+        raise Forbidden(users.banned_message(session, user))
     if mode not in MODES:
         raise BadRequest(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     problem = problems.get_problem_to_submit(session, problem_name, user)
-    if mode == Mode.LEADERBOARD and not problems.started(problem):
+    opening = problems.opening_of(session, problem)
+    if mode == Mode.LEADERBOARD and opening is not None and utcnow() < opening:
         raise Conflict(
-            f"the competition on {problem.name!r} opens at {problem.starts_at:%Y-%m-%d %H:%M} "
+            f"the competition on {problem.name!r} opens at {opening:%Y-%m-%d %H:%M} "
             "UTC; until then admins may make test and benchmark runs"
         )
     if mode == Mode.LEADERBOARD and problems.deadline_passed(problem):
@@ -156,22 +160,42 @@ def get_submission_for(session: Session, submission_id: int, user: User) -> Subm
     return submission
 
 
-def can_see(viewer: User | None, submission: Submission) -> bool:
-    """Results of a submission are public unless an organizer hid it, or its problem is
-    hidden, not live or not started."""
-    if viewer is not None and (viewer.is_admin or viewer.id == submission.user_id):
+def sees_everything_of(viewer: User | None, submission: Submission) -> bool:
+    """A submission's author and the organizers (admins) see all of it."""
+    return viewer is not None and (viewer.is_admin or viewer.id == submission.user_id)
+
+
+def can_see(session: Session, viewer: User | None, submission: Submission) -> bool:
+    """Results of a submission are public unless an organizer hid it, its problem is hidden,
+    not live or not opened, or it is a private run (``private_problem_ids``)."""
+    if sees_everything_of(viewer, submission):
         return True
-    return problems.shown_to_everyone(submission.problem) and not submission.is_hidden
+    return (
+        problems.shown_to_everyone(session, submission.problem)
+        and not submission.is_hidden
+        and not (
+            submission.mode != Mode.LEADERBOARD
+            and submission.problem_id in private_problem_ids(session, [submission.problem_id])
+        )
+    )
 
 
-def can_see_code(viewer: User | None, submission: Submission) -> bool:
+def private_problem_ids(session: Session, problem_ids: Sequence[int] | None = None) -> set[int]:
+    """The problems (of these, or of all) whose runs other than ranked ones (test, benchmark
+    and profile mode: a competitor trying ideas, with their scores) are their author's and
+    the organizers' alone: those of a competition open now. Once it closes they are public
+    again, as any submission's results."""
+    return problems.in_open_competition(session, problem_ids)
+
+
+def can_see_code(session: Session, viewer: User | None, submission: Submission) -> bool:
     """Code and logs: its author and admins; everyone else only after the problem's deadline,
     and only where the organizers chose to publish the code."""
     if viewer is not None and (viewer.is_admin or viewer.id == submission.user_id):
         return True
     problem = submission.problem
     return (
-        can_see(viewer, submission)
+        can_see(session, viewer, submission)
         and problem.code_public_after_deadline
         and problems.deadline_passed(problem)
     )
@@ -179,7 +203,7 @@ def can_see_code(viewer: User | None, submission: Submission) -> bool:
 
 def get_visible_submission(session: Session, submission_id: int, viewer: User | None) -> Submission:
     submission = repository.get_submission(session, submission_id)
-    if submission is None or not can_see(viewer, submission):
+    if submission is None or not can_see(session, viewer, submission):
         raise NotFound(f"no submission {submission_id}")
     return submission
 
@@ -188,7 +212,12 @@ def list_for_user(session: Session, user: User, viewer: User | None) -> Sequence
     """A user's submissions, newest first: all of them for the user and admins, the visible
     ones for everyone else."""
     everything = viewer is not None and (viewer.is_admin or viewer.id == user.id)
-    return repository.list_user_submissions(session, user.id, include_hidden=everything)
+    return repository.list_user_submissions(
+        session,
+        user.id,
+        include_hidden=everything,
+        private_problem_ids=None if everything else private_problem_ids(session),
+    )
 
 
 def list_own(
@@ -203,13 +232,81 @@ def list_own(
     )
 
 
-def list_recent(session: Session, limit: int = 200) -> Sequence[Submission]:
-    return repository.list_recent_submissions(session, limit)
+@dataclass(frozen=True)
+class SubmissionFilter:
+    """What an organizer narrows the list of everyone's submissions to, as given (names and
+    values; None: any)."""
+
+    problem: str | None = None
+    user: str | None = None
+    status: str | None = None
+    mode: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        problem: str | None = None,
+        user: str | None = None,
+        status: str | None = None,
+        mode: str | None = None,
+    ) -> SubmissionFilter:
+        """Blank fields (an empty form field) are None."""
+
+        def given(value: str | None) -> str | None:
+            return (value or "").strip() or None
+
+        return cls(given(problem), given(user), given(status), given(mode))
 
 
-def moderate(session: Session, submission_id: int, action: str, admin: User) -> Submission:
+def list_recent(
+    session: Session,
+    limit: int = 200,
+    narrowed: SubmissionFilter | None = None,
+    *,
+    before: int | None = None,
+) -> Sequence[Submission]:
+    """Everyone's submissions, newest first, for organizers; an unknown problem or user is a
+    NotFound, a status or mode that is none of ours a BadRequest naming those there are."""
+    narrowed = narrowed or SubmissionFilter()
+    if narrowed.status is not None and narrowed.status not in tuple(Status):
+        raise BadRequest(
+            f"unknown status {narrowed.status!r}; choose one of {', '.join(tuple(Status))}"
+        )
+    if narrowed.mode is not None and narrowed.mode not in MODES:
+        raise BadRequest(f"unknown mode {narrowed.mode!r}; choose one of {', '.join(MODES)}")
+    problem = None
+    if narrowed.problem is not None:
+        problem = problem_repository.get_problem(session, narrowed.problem, light=True)
+        if problem is None:
+            raise NotFound(f"no problem named {narrowed.problem!r}")
+    user = None
+    if narrowed.user is not None:
+        user = users.get_user(session, narrowed.user)
+    return repository.list_recent_submissions(
+        session,
+        limit,
+        problem_id=problem.id if problem is not None else None,
+        user_id=user.id if user is not None else None,
+        status=narrowed.status,
+        mode=narrowed.mode,
+        before=before,
+    )
+
+
+MODERATIONS = ("hide", "unhide", "hack", "unhack", "rerun")
+# Moderations that must say why: the author reads the reason.
+REASONED = ("hide", "hack")
+
+
+def moderate(
+    session: Session, submission_id: int, action: str, admin: User, reason: str | None = None
+) -> Submission:
     """Hide or unhide, mark or unmark as hacked, or reset for a re-run (graded again once the
-    caller commits), and write it to the audit log."""
+    caller commits), and write it to the audit log with the reason, which hiding and marking
+    hacked require (the author reads it on the submission)."""
+    if action not in MODERATIONS:
+        raise BadRequest(f"unknown action {action!r}; choose one of {', '.join(MODERATIONS)}")
+    reason = audit.reason_of(action, reason, REASONED)
     submission = repository.get_submission(session, submission_id, for_update=True)
     if submission is None:
         raise NotFound(f"no submission {submission_id}")
@@ -220,6 +317,7 @@ def moderate(session: Session, submission_id: int, action: str, admin: User) -> 
     elif action == "rerun":
         if submission.status not in TERMINAL:
             raise Conflict(f"submission {submission_id} is still {submission.status}")
+        keep_verdict(session, submission)
         reset_for_rerun(submission)
         # The old grading's profile goes with its report; the new grading brings its own.
         repository.delete_files(session, submission.id)
@@ -245,14 +343,63 @@ def moderate(session: Session, submission_id: int, action: str, admin: User) -> 
             "problem": submission.problem.name,
             "user": submission.user.name,
             "status": submission.status,
+            "reason": reason,
         },
     )
     session.flush()
     return submission
 
 
+@dataclass(frozen=True)
+class ModerationReasons:
+    """Why the organizers hid the submission or marked it hacked, as they said when they did
+    (None where it is not, or no reason was kept: moderation before reasons were asked)."""
+
+    hidden: str | None = None
+    hacked: str | None = None
+
+
+def moderation_reasons(session: Session, submission: Submission) -> ModerationReasons:
+    """Read from the audit log, which keeps them (only for a hidden or hacked submission)."""
+
+    def latest(action: str) -> str | None:
+        return audit.reason_for(session, f"submission.{action}", "submission", str(submission.id))
+
+    return ModerationReasons(
+        hidden=latest("hide") if submission.is_hidden else None,
+        hacked=latest("hack") if submission.is_hacked else None,
+    )
+
+
+def keep_verdict(session: Session, submission: Submission) -> None:
+    """Keep the submission's verdict as it stands in its history, before a re-run resets it."""
+    repository.add_verdict(
+        session,
+        SubmissionVerdict(
+            submission_id=submission.id,
+            problem_version=submission.problem_version,
+            status=submission.status,
+            score=submission.score,
+            sol_fraction=submission.sol_fraction,
+            message=submission.message,
+            flags=list(submission.flags),
+            report=submission.report,
+            worker=submission.worker,
+            started_at=submission.started_at,
+            finished_at=submission.finished_at,
+            replaced_at=utcnow(),
+        ),
+    )
+
+
+def earlier_verdicts(session: Session, submission: Submission) -> Sequence[SubmissionVerdict]:
+    """Its verdicts before the re-runs that replaced them, oldest first."""
+    return repository.earlier_verdicts(session, submission.id)
+
+
 def reset_for_rerun(submission: Submission) -> None:
-    """Back to queued against the problem's current version, the old verdict forgotten."""
+    """Back to queued against the problem's current version; its verdict is in its history
+    (``keep_verdict``)."""
     submission.problem_version = submission.problem.version
     submission.status = Status.QUEUED
     submission.score = None

@@ -98,7 +98,7 @@ def log_in(session: Session, settings: Settings, name: str, password: str, addre
         raise NotAuthenticated("the user name or the password is wrong")
     assert user is not None
     if user.is_banned:
-        raise Forbidden("this account is banned")
+        raise Forbidden(banned_message(session, user))
     if passwords.check_needs_rehash(user.password_hash or ""):
         user.password_hash = passwords.hash(password)
     repository.forget_failed_logins(
@@ -204,7 +204,7 @@ def authenticate(session: Session, token: str) -> User:
     if record is None:
         raise NotAuthenticated("the API token is unknown or revoked")
     if record.user.is_banned:
-        raise Forbidden("this account is banned")
+        raise Forbidden(banned_message(session, record.user))
     now = utcnow()
     if record.last_used_at is None or record.last_used_at < now - TOKEN_USE_RESOLUTION:
         repository.record_token_use(record.id, now, older_than=now - TOKEN_USE_RESOLUTION)
@@ -229,9 +229,30 @@ def list_users(session: Session) -> Sequence[User]:
     return repository.list_users(session)
 
 
-def moderate_user(session: Session, admin: User, user_id: int, action: str) -> User:
-    """Ban, unban, make admin or drop admin, written to the audit log. An admin cannot ban or
-    demote themselves, so a site never loses its last admin by a slip."""
+USER_MODERATIONS = ("ban", "unban", "make_admin", "revoke_admin")
+
+
+def banned_reason(session: Session, user: User) -> str | None:
+    """Why the organizers banned the user, as the audit log keeps it (None: not banned, or
+    banned before reasons were asked)."""
+    return audit.reason_for(session, "user.ban", "user", user.name) if user.is_banned else None
+
+
+def banned_message(session: Session, user: User) -> str:
+    """What a banned user is told when refused: the organizers' reason, if they gave one."""
+    reason = banned_reason(session, user)
+    return "this account is banned" + (f": {reason}" if reason else "")
+
+
+def moderate_user(
+    session: Session, admin: User, user_id: int, action: str, reason: str | None = None
+) -> User:
+    """Ban, unban, make admin or drop admin, written to the audit log with the reason, which
+    a ban requires (the user is told it when refused). An admin cannot ban or demote
+    themselves, so a site never loses its last admin by a slip."""
+    if action not in USER_MODERATIONS:
+        raise BadRequest(f"unknown action {action!r}; choose one of {', '.join(USER_MODERATIONS)}")
+    reason = audit.reason_of(action, reason, ("ban",))
     user = repository.get_user(session, user_id)
     if user is None:
         raise NotFound(f"no user {user_id}")
@@ -251,5 +272,12 @@ def moderate_user(session: Session, admin: User, user_id: int, action: str) -> U
     if action in ("ban", "unban"):
         session.flush()
         upkeep.user_changed(session, user)
-    audit.record(session, admin, f"user.{action}", target_type="user", target=user.name)
+    audit.record(
+        session,
+        admin,
+        f"user.{action}",
+        target_type="user",
+        target=user.name,
+        details={"reason": reason} if reason else None,
+    )
     return user

@@ -191,6 +191,8 @@ def render_user(page: Page, name: str) -> HTMLResponse:
         user=user,
         own=own,
         submissions=submissions.list_for_user(page.session, user, page.viewer),
+        # Problems whose test and benchmark runs only the author and organizers see now.
+        private=submissions.private_problem_ids(page.session),
         tokens=users.list_tokens(page.session, user) if own else [],
         mail_enabled=mail.enabled(page.settings),
     )

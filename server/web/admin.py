@@ -11,12 +11,13 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
 
+from grader.report import Mode, Status
 from server.audit import service as audit
 from server.deps import RowId
 from server.errors import BadRequest, KernelJudgeError
 from server.exports import service as exports
 from server.exports.endpoints import download
-from server.models import Problem
+from server.models import Problem, utcnow
 from server.problems import service as problems
 from server.problems import validation, versions
 from server.submissions import service as submissions
@@ -62,6 +63,8 @@ def render_problems(
         device_types=problems.service_gpu_types(page.settings),
         # The organizers' latest choice, including device types still being validated.
         offered={p.id: problems.gpu_types_next(p, page.settings) for p in listed},
+        openings=problems.openings_of(page.session, listed),
+        now=utcnow(),
         errors=errors or {},
         section="problems",
         exports=[(table, fmt) for table in exports.TABLES for fmt in exports.FORMATS],
@@ -84,8 +87,19 @@ def upload_problem(page: AdminPage, form: PostedForm) -> HTMLResponse | Redirect
         if not isinstance(upload, UploadFile) or not upload.filename:
             raise BadRequest("choose a .zip or .tar.gz of a problem folder")
         raw = upload.file.read(page.settings.max_archive_bytes + 1)
+        opening = problems.Opening(
+            hidden=True if "hidden" in form.getlist("visibility") else None,
+            starts_at=parse_deadline(str(form.get("starts_at") or "")),
+        )
         problem, created = problems.add_problem_from_archive(
-            page.session, page.settings, raw, upload.filename, name, page.viewer, leaderboard
+            page.session,
+            page.settings,
+            raw,
+            upload.filename,
+            name,
+            page.viewer,
+            leaderboard,
+            opening,
         )
     except KernelJudgeError as exc:
         return render_problems(page, errors={"archive": exc.detail}, status_code=exc.status_code)
@@ -183,10 +197,35 @@ def parse_deadline(text: str) -> datetime | None:
 
 
 @router.get("/submissions", response_class=HTMLResponse)
-def admin_submissions(page: AdminPage) -> HTMLResponse:
+def admin_submissions(
+    page: AdminPage,
+    problem: str | None = Query(default=None, max_length=100),
+    user: str | None = Query(default=None, max_length=64),
+    status: str | None = Query(default=None, max_length=16),
+    mode: str | None = Query(default=None, max_length=16),
+) -> HTMLResponse:
+    """The newest 200, narrowed by the filter form's fields; a filter naming nothing there is
+    is said above an empty list (404 or 422, as the API answers it)."""
+    narrowed = submissions.SubmissionFilter.of(problem, user, status, mode)
+    error, status_code = None, 200
+    try:
+        listed = submissions.list_recent(page.session, 200, narrowed)
+    except KernelJudgeError as exc:
+        listed, error, status_code = [], exc.detail, exc.status_code
     return page.render(
         "admin/submissions.html",
-        submissions=submissions.list_recent(page.session),
+        status_code=status_code,
+        submissions=listed,
+        narrowed=narrowed,
+        filter_error=error,
+        statuses=[status.value for status in Status],
+        modes=[mode.value for mode in Mode],
+        problem_names=[p.name for p in problems.list_visible_problems(page.session, page.viewer)],
+        reasons={
+            s.id: submissions.moderation_reasons(page.session, s)
+            for s in listed
+            if s.is_hidden or s.is_hacked
+        },
         section="submissions",
     )
 
@@ -197,7 +236,8 @@ def moderate_submission(
 ) -> RedirectResponse:
     action = str(form.get("action") or "")
     assert page.viewer is not None
-    submissions.moderate(page.session, submission_id, action, page.viewer)
+    reason = str(form.get("reason") or "")
+    submissions.moderate(page.session, submission_id, action, page.viewer, reason)
     done = SUBMISSION_ACTIONS_DONE.get(action, action)
     return page.redirect(
         f"/admin/submissions#s{submission_id}", f"Submission {submission_id} {done}."
@@ -206,14 +246,21 @@ def moderate_submission(
 
 @router.get("/users", response_class=HTMLResponse)
 def admin_users(page: AdminPage) -> HTMLResponse:
-    return page.render("admin/users.html", users=users.list_users(page.session), section="users")
+    listed = users.list_users(page.session)
+    return page.render(
+        "admin/users.html",
+        users=listed,
+        banned_reasons={u.id: users.banned_reason(page.session, u) for u in listed if u.is_banned},
+        section="users",
+    )
 
 
 @router.post("/users/{user_id}")
 def moderate_user(user_id: RowId, page: AdminPage, form: PostedForm) -> RedirectResponse:
     assert page.viewer is not None
     action = str(form.get("action") or "")
-    user = users.moderate_user(page.session, page.viewer, user_id, action)
+    reason = str(form.get("reason") or "")
+    user = users.moderate_user(page.session, page.viewer, user_id, action, reason)
     done = USER_ACTIONS_DONE.get(action, action)
     return page.redirect(f"/admin/users#u{user_id}", f"{user.name} {done}.")
 

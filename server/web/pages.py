@@ -77,7 +77,7 @@ def home(page: PageDep) -> HTMLResponse:
                 "leader": leader,
                 "competitors": counts.get(problem.id, 0),
                 "closed": problems.deadline_passed(problem),
-                "started": problems.started(problem),
+                "started": problems.opened(page.session, problem),
             }
         )
     return page.render("home.html", rows=rows)
@@ -158,7 +158,7 @@ def render_problem(page: Page, name: str, gpu: str | None) -> HTMLResponse:
         task_types=problem.files.get("task.py"),
         template_code=loaded.submission_template,
         closed=problems.deadline_passed(problem),
-        started=problems.started(problem),
+        started=problems.opened(page.session, problem),
         benchmarks_by_gpu=judgement.benchmarks_by_gpu(loaded, offered),
         standing=standing_of(page, problem, offered),
         **leaderboard_context(page, problem, gpu, shown=PROBLEM_PAGE_ENTRIES, chart=False),
@@ -321,7 +321,7 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
 
 def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
     report = reports.stored(submission)
-    show_code = submissions.can_see_code(page.viewer, submission)
+    show_code = submissions.can_see_code(page.session, page.viewer, submission)
     shown = disclosure.disclose(page.viewer, submission, report, code_visible=show_code)
     warm_inputs = report is not None and report.timed_on_warm_inputs
     return {
@@ -331,6 +331,25 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
         "live": submission.status in LIVE_STATUSES,
         "wait": submissions.queue_wait(page.session, submission),
         "show_code": show_code,
+        # Verdicts re-runs replaced, oldest first, each message as this viewer may read it.
+        "history": [
+            (
+                earlier,
+                disclosure.disclose_earlier(
+                    page.viewer,
+                    submission,
+                    earlier,
+                    reports.stored_earlier(submission, earlier),
+                    code_visible=show_code,
+                ),
+            )
+            for earlier in submissions.earlier_verdicts(page.session, submission)
+        ],
+        # The organizers' reasons for hiding it or marking it hacked: its author's and theirs.
+        "reasons": submissions.moderation_reasons(page.session, submission)
+        if page.viewer is not None
+        and (page.viewer.is_admin or page.viewer.id == submission.user_id)
+        else None,
         "sol_fraction": report.sol_fraction if report is not None else None,
         "speedup": baselines.speedup_of(page.session, submission),
         "judged": judgement.judge(

@@ -70,8 +70,10 @@ def test_destructive_actions_ask_first(page: Page, site: Site) -> None:
     add_user_with_password(site.env, "dee", "dee-password", admin=False)
     log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
     page.goto(site.url("/admin/users"))
+    page.get_by_label("Reason for dee").fill("a second account")
     page.get_by_role("button", name="Ban dee").click()
     expect(page.get_by_role("button", name="Unban dee")).to_be_visible()
+    expect(page.locator(".banned-reason")).to_have_text("a second account")
     assert any(asked.startswith("Ban dee?") for asked in page.confirmations), page.confirmations
 
 

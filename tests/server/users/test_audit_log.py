@@ -97,7 +97,7 @@ async def test_admin_pages_record_every_action(
         response = await post_form(
             browser,
             f"/admin/submissions/{submission_id}",
-            {"action": action},
+            {"action": action, "reason": f"{action} for the audit"},
             from_page="/admin/submissions",
         )
         assert response.status_code == 303
@@ -107,7 +107,10 @@ async def test_admin_pages_record_every_action(
         user_id = user.id
     for action in ("ban", "make_admin"):
         await post_form(
-            browser, f"/admin/users/{user_id}", {"action": action}, from_page="/admin/users"
+            browser,
+            f"/admin/users/{user_id}",
+            {"action": action, "reason": "shared accounts"},
+            from_page="/admin/users",
         )
     archive = problem_zip("pageaudit")
     token_page = await browser.get("/admin/problems", headers=HTML)
@@ -137,6 +140,8 @@ async def test_admin_pages_record_every_action(
         "code_public_after_deadline": [False, True],
     }
     assert entries[3]["details"]["user"] == competitor
+    assert entries[5]["details"]["reason"] == "hide for the audit"
+    assert entries[2]["details"] == {"reason": "shared accounts"}
 
     page = await browser.get("/admin/audit", headers=HTML)
     assert page.status_code == 200

@@ -313,6 +313,6 @@ async def test_a_ban_ends_the_users_sessions(
         admin = get_user_by_name(session, admin_name)
         user = get_user_by_name(session, name)
         assert admin is not None and user is not None
-        moderate_user(session, admin, user.id, "ban")
+        moderate_user(session, admin, user.id, "ban", "spam")
         moderate_user(session, admin, user.id, "unban")
     assert not await signed_in(browser)  # unbanned, but the session ended with the ban

@@ -142,8 +142,18 @@ async def test_every_organizer_form_that_saves_says_so(browser: httpx.AsyncClien
         session.flush()
         sid, uid = submission.id, user.id
     for path, form, page, said in (
-        (f"/admin/submissions/{sid}", {"action": "hide"}, "/admin/submissions", "hidden"),
-        (f"/admin/submissions/{sid}", {"action": "hack"}, "/admin/submissions", "hacked"),
+        (
+            f"/admin/submissions/{sid}",
+            {"action": "hide", "reason": "r"},
+            "/admin/submissions",
+            "hidden",
+        ),
+        (
+            f"/admin/submissions/{sid}",
+            {"action": "hack", "reason": "r"},
+            "/admin/submissions",
+            "hacked",
+        ),
         (f"/admin/users/{uid}", {"action": "make_admin"}, "/admin/users", "organizer"),
         ("/admin/problems/told/validate", {}, "/admin/problems", "Validating told version 1"),
         ("/admin/problems/told", {"deadline": ""}, "/admin/problems", "Saved the settings"),

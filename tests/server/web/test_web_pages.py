@@ -206,7 +206,7 @@ async def test_hidden_and_hacked_submissions_leave_the_leaderboard(
         await post_form(
             browser,
             f"/admin/submissions/{fast}",
-            {"action": action},
+            {"action": action, "reason": "reads the expected output"},
             from_page="/admin/submissions",
         )
         assert [user for user, _ in await board()] == [second], action
@@ -220,7 +220,10 @@ async def test_hidden_and_hacked_submissions_leave_the_leaderboard(
 
     # A hidden submission is not shown to other competitors at all.
     await post_form(
-        browser, f"/admin/submissions/{fast}", {"action": "hide"}, from_page="/admin/submissions"
+        browser,
+        f"/admin/submissions/{fast}",
+        {"action": "hide", "reason": "copied"},
+        from_page="/admin/submissions",
     )
     await post_form(browser, "/logout", {}, from_page="/")
     assert (await browser.get(f"/submissions/{fast}", headers=HTML)).status_code == 404
@@ -232,7 +235,10 @@ async def test_hidden_and_hacked_submissions_leave_the_leaderboard(
         assert banned is not None
         banned_id = banned.id
     await post_form(
-        browser, f"/admin/users/{banned_id}", {"action": "ban"}, from_page="/admin/users"
+        browser,
+        f"/admin/users/{banned_id}",
+        {"action": "ban", "reason": "a second account"},
+        from_page="/admin/users",
     )
     assert await board() == []
 
