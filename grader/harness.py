@@ -123,9 +123,7 @@ def grade(
             status=Status.RUNNING,
             problem=problem.name,
             mode=mode,
-            device=info.kind,
-            device_name=info.name,
-            device_type=info.device_type,
+            **info.report_fields(),
             device_peaks=peaks,
             fingerprint=fingerprint(info),
         )
