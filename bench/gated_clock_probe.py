@@ -38,7 +38,7 @@ import torch
 import yaml
 
 from grader import shared
-from grader.gate import DONE, GO, Arena, StreamOps
+from grader.gate import DONE, GO, Arena, StreamOps, copies_alone_s
 from grader.protocol import recv_fd, recv_message, send_fd, send_message
 from grader.staging import Layout, Sets
 from grader.timing import Timer
@@ -345,15 +345,7 @@ def probe(problem: str, solution: str, batches: int, modes: list[str]) -> list[d
     # same copy timed in the harness's own context after the same flush.
     src = torch.ones(CAL_BYTES, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    alone = []
-    for _ in range(30):
-        torch.amax(flush)
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        dst.copy_(src)
-        b.record()
-        torch.cuda.synchronize()
-        alone.append(a.elapsed_time(b) / 1e3)
+    alone = copies_alone_s(dst, src, flush, 30)
     cal_windows: list[float] = []
     for _ in range(3):
         _, w, _ = windowed(0, None, None, None, 40, calibrate=True)

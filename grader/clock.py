@@ -10,7 +10,7 @@ import functools
 import math
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -157,28 +157,34 @@ def _private_image(nbytes: int, device: str) -> Slab:
     return Slab(device, nbytes, -1, torch.empty(nbytes, dtype=torch.uint8, device=device))
 
 
-class Batches:
+@dataclass
+class _CaseCalls:
+    """What the harness's two clocks share: one case's calls, each on input sets never seen
+    before (`made` counts those made so far), and the check of the outputs they gave."""
+
+    problem: ProblemSide
+    session: RunnerSession
+    setup: CaseSetup
+    layout: Layout
+    tolerance: dict[str, float]
+    made: int = field(default=0, init=False)
+
+    def _fresh(self, image: Slab, count: int) -> Sets:
+        pristine = _fresh_sets(self.problem, self.setup, image, self.layout, count, self.made)
+        self.made += count
+        return pristine
+
+
+@dataclass
+class Batches(_CaseCalls):
     """One case's batches: fresh sets made in the harness's own memory, copied into the
     runner's slab on the clock, every output poisoned before, outputs checked after."""
 
-    def __init__(
-        self,
-        problem: ProblemSide,
-        session: RunnerSession,
-        setup: CaseSetup,
-        layout: Layout,
-        overheads: Overheads,
-        tolerance: dict[str, float],
-    ) -> None:
-        self.problem = problem
-        self.session = session
-        self.setup = setup
-        self.layout = layout
-        self.overheads = overheads
-        self.tolerance = tolerance
-        self.kind = problem.kind
-        self.made = 0
-        self._staged: tuple[int, Sets, Slab] | None = None
+    overheads: Overheads
+    _staged: tuple[int, Sets, Slab] | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.kind = self.problem.kind
 
     def measure(self, budget_ends: float, hint_s: float | None = None) -> Measured:
         """Batches until MIN_BATCHES count or the budget is spent. The first is a single
@@ -236,8 +242,7 @@ class Batches:
         """One batch of `count` calls; its per-call seconds, net of the trusted overheads.
         Raises Stop when a checked output is wrong."""
         slab_id, sets, image = self._stage(count)
-        pristine = _fresh_sets(self.problem, self.setup, image, self.layout, count, self.made)
-        self.made += count
+        pristine = self._fresh(image, count)
         outputs, span, copy_s = _timed_batch(self.session, sets, image, slab_id, self.kind)
         if not isinstance(outputs, list) or len(outputs) != count:
             raise Stop(Status.ERROR, "the runner answered a batch with the wrong outputs")
@@ -268,7 +273,8 @@ def _timed_batch(
     return reply.get("outputs"), span, copied
 
 
-class Windows:
+@dataclass
+class Windows(_CaseCalls):
     """One case's calls timed on a GPU by the harness's own events (grader/gate.py): each
     call on a fresh set, its inputs copied in just before its window, L2 flushed, the call
     alone between two events of the harness's stream. A round's figure is the mean of its
@@ -278,24 +284,12 @@ class Windows:
     Outputs are read from copies the harness's stream makes right after the last window, so
     work finished later does not pass either."""
 
-    def __init__(
-        self,
-        problem: ProblemSide,
-        session: RunnerSession,
-        setup: CaseSetup,
-        layout: Layout,
-        tolerance: dict[str, float],
-    ) -> None:
-        assert session.gate is not None
-        self.problem = problem
-        self.session = session
-        self.gate = session.gate
-        self.setup = setup
-        self.layout = layout
-        self.tolerance = tolerance
-        self.made = 0
-        self.spare = ARENA_SPARE_BYTES
-        self._staged: _WindowSets | None = None
+    spare: int = field(default=ARENA_SPARE_BYTES, init=False)
+    _staged: _WindowSets | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        assert self.session.gate is not None
+        self.gate = self.session.gate
 
     def measure(self, budget_ends: float) -> Measured:
         """A pilot window sizes the rounds; the first round on newly staged sets is not
@@ -349,8 +343,7 @@ class Windows:
         count += warm
         staged = self._stage(count)
         sets, image = staged.sets, staged.image
-        pristine = _fresh_sets(self.problem, self.setup, image, self.layout, count, self.made)
-        self.made += count
+        pristine = self._fresh(image, count)
         step = self.layout.read_bytes
         start, length = self.layout.read_part(count)
         rest = slice(start + length, count * self.layout.set_bytes)
@@ -432,7 +425,7 @@ def _fresh_sets(
 
 
 def _check_outputs(
-    owner: Batches | Windows, sets: Sets, pristine: Sets, outputs: list[Any], arena: Slab | None
+    owner: _CaseCalls, sets: Sets, pristine: Sets, outputs: list[Any], arena: Slab | None
 ) -> None:
     """The last output and CHECKED_PER_BATCH others, chosen after the calls ran."""
     count = sets.count

@@ -6,6 +6,7 @@ import functools
 import platform
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from grader.report import Fingerprint
 
@@ -18,6 +19,10 @@ class DeviceInfo:
     kind: str  # "cpu" | "cuda"
     device_type: str  # "cpu" | "h200" | "h100" | "a100" | ...
     name: str
+
+    def report_fields(self) -> dict[str, Any]:
+        """The device as a grading's and a validation's report name it."""
+        return {"device": self.kind, "device_type": self.device_type, "device_name": self.name}
 
 
 def device_type_from_name(name: str) -> str:

@@ -171,6 +171,24 @@ def give_back(free: list[tuple[int, int]], offset: int, size: int) -> None:
     free[:] = merged
 
 
+def copies_alone_s(
+    target: torch.Tensor, source: torch.Tensor, flush: torch.Tensor, count: int
+) -> list[float]:
+    """`count` copies of `source` into `target`, each after `flush` has flushed L2 and each
+    alone between two events of this process's stream: their seconds. A window's trusted
+    copy is measured against these."""
+    alone = []
+    for _ in range(count):
+        torch.amax(flush)
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        begin.record()
+        target.copy_(source)
+        end.record()
+        torch.cuda.synchronize()
+        alone.append(begin.elapsed_time(end) / 1e3)
+    return alone
+
+
 class Gate:
     """The harness's side: the gate's slab (handed to the runner), the harness's own stream
     the windows are timed on, the buffer that flushes L2 before each window, and the next

@@ -123,9 +123,7 @@ def grade(
             status=Status.RUNNING,
             problem=problem.name,
             mode=mode,
-            device=info.kind,
-            device_name=info.name,
-            device_type=info.device_type,
+            **info.report_fields(),
             device_peaks=peaks,
             fingerprint=fingerprint(info),
         )
@@ -615,7 +613,7 @@ class _Grading:
                     overheads, copy_bytes_per_s=self.peaks.copy_bytes_per_s
                 )
             batches = clock.Batches(
-                self.side, session, setup, layout, overheads, self.problem.tolerance
+                self.side, session, setup, layout, self.problem.tolerance, overheads=overheads
             )
             measured = batches.measure(budget_ends, hint_s=median)
             warm = self.kind == "cpu" and self.mode == Mode.BENCHMARK

@@ -191,14 +191,8 @@ class RunnerTime:
 
     @classmethod
     def of(cls, time: CaseTime) -> RunnerTime:
-        return cls(
-            median_s=time.median_s,
-            min_s=time.min_s,
-            cv=time.cv,
-            iqr_over_median=time.iqr_over_median,
-            samples=time.samples,
-            sm_clock_mhz=time.sm_clock_mhz,
-        )
+        """The case's figures of the same names."""
+        return cls(**{figure.name: getattr(time, figure.name) for figure in fields(cls)})
 
 
 @dataclass

@@ -282,15 +282,7 @@ class RunnerSession:
 
         source = torch.ones(nbytes, dtype=torch.uint8, device="cuda")
         target = torch.empty_like(source)
-        alone = []
-        for _ in range(CALIBRATION_ALONE):
-            torch.amax(opened.flush)
-            begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            begin.record()
-            target.copy_(source)
-            end.record()
-            torch.cuda.synchronize()
-            alone.append(begin.elapsed_time(end) / 1e3)
+        alone = gate.copies_alone_s(target, source, opened.flush, CALIBRATION_ALONE)
         windows: list[float] = []
         for _ in range(CALIBRATION_ROUNDS):
             # This process queues its windows once the runner has queued its calls, as in a

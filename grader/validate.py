@@ -128,9 +128,7 @@ def validate(
     report = ValidationReport(
         status=ValidationStatus.RUNNING,
         problem=problem.name,
-        device=info.kind,
-        device_type=info.device_type,
-        device_name=info.name,
+        **info.report_fields(),
     )
     limits = timeouts or {}
     if lacks_requirements(problem, info, report, solutions):

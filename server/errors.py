@@ -22,7 +22,7 @@ errors and unknown routes get the same shape, so clients parse one format.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -103,6 +103,16 @@ class Unavailable(KernelJudgeError, status_code=503, code="unavailable"):
     @property
     def headers(self) -> dict[str, str]:
         return {"Retry-After": str(self.retry_after_s)}
+
+
+Thing = TypeVar("Thing")
+
+
+def existing(thing: Thing | None, missing: str) -> Thing:
+    """What a lookup found, or ``NotFound(missing)`` where it found nothing."""
+    if thing is None:
+        raise NotFound(missing)
+    return thing
 
 
 def responses(*errors: type[KernelJudgeError]) -> dict[int | str, dict[str, Any]]:

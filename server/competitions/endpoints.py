@@ -3,8 +3,11 @@ or alone, its standings as JSON or CSV, and disqualifying a team."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import APIRouter
 from fastapi.responses import Response
+from fastapi.types import DecoratedCallable
 from sqlalchemy.orm import Session
 
 from server import downloads
@@ -34,15 +37,15 @@ from server.models import Competition, CompetitionProblem, Team, User
 
 router = APIRouter(prefix="/api/v1/competitions", tags=["competitions"])
 
+# What a route that changes a competition, a team or a judging may answer instead.
+CHANGE_ERRORS = responses(BadRequest, NotAuthenticated, Forbidden, NotFound, Conflict)
+
 
 def summary(competition: Competition, teams: int) -> CompetitionSummary:
     return CompetitionSummary(
         name=competition.name,
         title=competition.title,
-        gpu=competition.gpu_type,
-        opens_at=competition.opens_at,
-        closes_at=competition.closes_at,
-        freeze_at=competition.freeze_at,
+        **service.schedule(competition),
         scoring=Scoring(competition.scoring),
         team_size=competition.team_size,
         status=service.phase(competition),
@@ -113,7 +116,7 @@ def read_competition(name: str, session: SessionDep, viewer: OptionalUser) -> Co
 @router.put(
     "/{name}",
     response_model=CompetitionSaved,
-    responses=responses(BadRequest, NotAuthenticated, Forbidden, NotFound, Conflict),
+    responses=CHANGE_ERRORS,
     summary="Replace a competition's fields with a whole new file, until it opens",
 )
 def edit_competition(
@@ -123,36 +126,34 @@ def edit_competition(
     return CompetitionSaved(**detail(session, competition, admin).model_dump(), changed=changed)
 
 
-TEAM_ERRORS = responses(BadRequest, NotAuthenticated, Forbidden, NotFound, Conflict)
+def entry_route(
+    path: str, summary: str, status_code: int = 200
+) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """A route that enters the caller in a competition: it answers with their team."""
+    return router.post(
+        path,
+        status_code=status_code,
+        response_model=TeamOut,
+        responses=CHANGE_ERRORS,
+        summary=summary,
+    )
 
 
-@router.post(
+@entry_route(
     "/{name}/teams",
+    "Form a team: you register and join it; others join with its invite code",
     status_code=201,
-    response_model=TeamOut,
-    responses=TEAM_ERRORS,
-    summary="Form a team: you register and join it; others join with its invite code",
 )
 def create_team(name: str, body: TeamCreate, session: SessionDep, user: CurrentUser) -> TeamOut:
     return team_out(service.create_team(session, name, user, body.name))
 
 
-@router.post(
-    "/{name}/join",
-    response_model=TeamOut,
-    responses=TEAM_ERRORS,
-    summary="Join a team with its invite code (which registers you)",
-)
+@entry_route("/{name}/join", "Join a team with its invite code (which registers you)")
 def join_team(name: str, body: JoinRequest, session: SessionDep, user: CurrentUser) -> TeamOut:
     return team_out(service.join_team(session, name, user, body.invite))
 
 
-@router.post(
-    "/{name}/register",
-    response_model=TeamOut,
-    responses=TEAM_ERRORS,
-    summary="Enter alone: a team of one named after you",
-)
+@entry_route("/{name}/register", "Enter alone: a team of one named after you")
 def register(name: str, session: SessionDep, user: CurrentUser) -> TeamOut:
     return team_out(service.register_alone(session, name, user))
 
@@ -160,7 +161,7 @@ def register(name: str, session: SessionDep, user: CurrentUser) -> TeamOut:
 @router.post(
     "/{name}/teams/{team}/disqualify",
     response_model=DisqualifiedOut,
-    responses=responses(BadRequest, NotAuthenticated, Forbidden, NotFound, Conflict),
+    responses=CHANGE_ERRORS,
     summary="Disqualify a team: it is shown last, unranked, with the reason",
 )
 def disqualify(
@@ -211,11 +212,8 @@ def standings_out(found: Board) -> StandingsOut:
         competition=competition.name,
         title=competition.title,
         scoring=found.scoring,
-        gpu=competition.gpu_type,
+        **service.schedule(competition),
         status=found.phase,
-        opens_at=competition.opens_at,
-        closes_at=competition.closes_at,
-        freeze_at=competition.freeze_at,
         frozen=found.frozen,
         final=found.final,
         problems=[problem_out(entry) for entry in found.problems],

@@ -4,14 +4,17 @@ the same body (``judging_body``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from fastapi import APIRouter
+from fastapi.types import DecoratedCallable
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from grader.report import TERMINAL_STATUSES
 from server.competitions import judging
+from server.competitions.endpoints import CHANGE_ERRORS
 from server.deps import AdminUser, SessionDep
-from server.errors import BadRequest, Conflict, Forbidden, NotAuthenticated, NotFound, responses
 from server.models import Judging
 
 router = APIRouter(prefix="/api/v1/competitions", tags=["competitions"])
@@ -107,15 +110,24 @@ def judging_body(session: Session, found: Judging) -> JudgingOut:
     )
 
 
-ERRORS = responses(BadRequest, NotAuthenticated, Forbidden, NotFound, Conflict)
+def judging_route(
+    path: str, summary: str, method: str = "POST", status_code: int = 200
+) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """A route of the final judging (admins only): it answers with the judging."""
+    return router.api_route(
+        path,
+        methods=[method],
+        status_code=status_code,
+        response_model=JudgingOut,
+        responses=CHANGE_ERRORS,
+        summary=summary,
+    )
 
 
-@router.post(
+@judging_route(
     "/{name}/judgings",
+    "Start the final judging: every entry graded again K times",
     status_code=201,
-    response_model=JudgingOut,
-    responses=ERRORS,
-    summary="Start the final judging: every entry graded again K times",
 )
 def start_judging(
     name: str, session: SessionDep, admin: AdminUser, body: JudgingStart | None = None
@@ -124,32 +136,26 @@ def start_judging(
     return judging_body(session, started)
 
 
-@router.get(
+@judging_route(
     "/{name}/judging",
-    response_model=JudgingOut,
-    responses=ERRORS,
-    summary="The latest final judging: its state and the standings it would give",
+    "The latest final judging: its state and the standings it would give",
+    method="GET",
 )
 def read_judging(name: str, session: SessionDep, admin: AdminUser) -> JudgingOut:
     _, found = judging.latest(session, name)
     return judging_body(session, found)
 
 
-@router.post(
-    "/{name}/judging/publish",
-    response_model=JudgingOut,
-    responses=ERRORS,
-    summary="Publish the ready judging: its standings become the final results",
+@judging_route(
+    "/{name}/judging/publish", "Publish the ready judging: its standings become the final results"
 )
 def publish_judging(name: str, session: SessionDep, admin: AdminUser) -> JudgingOut:
     return judging_body(session, judging.publish(session, name, admin))
 
 
-@router.post(
+@judging_route(
     "/{name}/judging/discard",
-    response_model=JudgingOut,
-    responses=ERRORS,
-    summary="Discard the judging: kept with its verdicts, the standings unchanged",
+    "Discard the judging: kept with its verdicts, the standings unchanged",
 )
 def discard_judging(name: str, session: SessionDep, admin: AdminUser) -> JudgingOut:
     return judging_body(session, judging.discard(session, name, admin))

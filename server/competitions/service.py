@@ -15,7 +15,7 @@ from server.audit import service as audit
 from server.competitions import repository
 from server.competitions.schemas import CompetitionFile, Phase, Pin, ProblemInFile
 from server.competitions.scoring import Scoring
-from server.errors import BadRequest, Conflict, Forbidden, NotFound
+from server.errors import BadRequest, Conflict, Forbidden, NotFound, existing
 from server.models import Competition, CompetitionProblem, Team, TeamMember, User, utcnow
 from server.problems import service as problems
 from server.settings import Settings
@@ -35,11 +35,19 @@ def phase(competition: Competition, now: datetime | None = None) -> Phase:
     return Phase.OPEN if now < competition.closes_at else Phase.CLOSED
 
 
+def schedule(competition: Competition) -> dict[str, Any]:
+    """Where and when a competition runs, by the names its file, its summary and its
+    standings give these fields."""
+    return dict(
+        gpu=competition.gpu_type,
+        opens_at=competition.opens_at,
+        closes_at=competition.closes_at,
+        freeze_at=competition.freeze_at,
+    )
+
+
 def get_competition(session: Session, name: str) -> Competition:
-    competition = repository.get_competition(session, name)
-    if competition is None:
-        raise NotFound(f"no competition named {name!r}")
-    return competition
+    return existing(repository.get_competition(session, name), f"no competition named {name!r}")
 
 
 def list_competitions(session: Session) -> Sequence[Competition]:
@@ -71,10 +79,7 @@ def file_of(competition: Competition) -> dict[str, Any]:
             ProblemInFile(name=entry.problem.name, weight=entry.weight, baseline_s=entry.baseline_s)
             for entry in competition.problems
         ],
-        gpu=competition.gpu_type,
-        opens_at=competition.opens_at,
-        closes_at=competition.closes_at,
-        freeze_at=competition.freeze_at,
+        **schedule(competition),
         scoring=Scoring(competition.scoring),
         team_size=competition.team_size,
         final_runs=competition.final_runs,
@@ -112,9 +117,10 @@ def edit_competition(
     """The competition's fields replaced by the file's, until it opens; audited as
     ``competition.edit`` with each changed field's ``[before, after]`` (an edit that
     changes nothing is no change, and leaves no entry). Returns it and the fields changed."""
-    competition = repository.get_competition(session, name, for_update=True)
-    if competition is None:
-        raise NotFound(f"no competition named {name!r}")
+    competition = existing(
+        repository.get_competition(session, name, for_update=True),
+        f"no competition named {name!r}",
+    )
     if file.name != competition.name:
         raise BadRequest(
             f"the file names {file.name!r}, not {competition.name!r}: a competition's name is "

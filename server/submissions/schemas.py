@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 
 from pydantic import (
@@ -94,18 +95,10 @@ class FingerprintOut(BaseModel):
 
     @classmethod
     def of(cls, report: Report | None) -> FingerprintOut | None:
+        """The report's fingerprint, field for field, and the SM clock range of its cases."""
         if report is None or report.fingerprint is None:
             return None
-        found = report.fingerprint
-        return cls(
-            device_name=found.device_name,
-            gpu_uuid=found.gpu_uuid,
-            driver=found.driver,
-            cuda=found.cuda,
-            torch=found.torch,
-            triton=found.triton,
-            sm_clock_mhz=report.sm_clock_range,
-        )
+        return cls(**asdict(report.fingerprint), sm_clock_mhz=report.sm_clock_range)
 
 
 class EarlierVerdict(BaseModel):

@@ -20,8 +20,8 @@ from server.errors import (
     Conflict,
     Forbidden,
     NotAuthenticated,
-    NotFound,
     TooManyRequests,
+    existing,
 )
 from server.leaderboards import upkeep
 from server.models import ApiToken, User, WebSession, utcnow
@@ -192,9 +192,9 @@ def list_tokens(session: Session, user: User) -> Sequence[ApiToken]:
 
 
 def revoke_token(session: Session, user: User, token_id: int) -> None:
-    token = repository.get_token(session, user.id, token_id)
-    if token is None:
-        raise NotFound(f"no token {token_id} of yours")
+    token = existing(
+        repository.get_token(session, user.id, token_id), f"no token {token_id} of yours"
+    )
     if token.revoked_at is None:
         token.revoked_at = utcnow()
 
@@ -212,17 +212,11 @@ def authenticate(session: Session, token: str) -> User:
 
 
 def get_user_by_id(session: Session, user_id: int) -> User:
-    user = repository.get_user(session, user_id)
-    if user is None:
-        raise NotFound(f"no user {user_id}")
-    return user
+    return existing(repository.get_user(session, user_id), f"no user {user_id}")
 
 
 def get_user(session: Session, name: str) -> User:
-    user = repository.get_user_by_name(session, name)
-    if user is None:
-        raise NotFound(f"no user named {name!r}")
-    return user
+    return existing(repository.get_user_by_name(session, name), f"no user named {name!r}")
 
 
 def list_users(session: Session) -> Sequence[User]:
@@ -253,9 +247,7 @@ def moderate_user(
     if action not in USER_MODERATIONS:
         raise BadRequest(f"unknown action {action!r}; choose one of {', '.join(USER_MODERATIONS)}")
     reason = audit.reason_of(action, reason, ("ban",))
-    user = repository.get_user(session, user_id)
-    if user is None:
-        raise NotFound(f"no user {user_id}")
+    user = get_user_by_id(session, user_id)
     if user.id == admin.id and action in ("ban", "revoke_admin"):
         raise BadRequest("you cannot ban yourself or take away your own admin rights")
     if action == "ban":

@@ -65,6 +65,12 @@ def shoot(page: Page, out: Path, name: str) -> None:
     print(f"wrote {out / name}.png")
 
 
+def visit(page: Page, site: Site, out: Path, path: str, name: str) -> None:
+    """Open one of the site's pages and photograph it."""
+    page.goto(site.url(path))
+    shoot(page, out, name)
+
+
 # A syntax error, as a competitor's phone shows its message: their line, with a caret.
 SYNTAX_ERROR = """import torch
 
@@ -148,13 +154,10 @@ def populate(site: Site) -> dict[str, str]:
 
 
 def competitor_pages(page: Page, site: Site, out: Path) -> None:
-    page.goto(site.url("/login"))
-    shoot(page, out, "login")
+    visit(page, site, out, "/login", "login")
     log_in(page, site, "ada", "ada-password")
-    page.goto(site.url("/"))
-    shoot(page, out, "home")
-    page.goto(site.url("/problems/vectoradd"))
-    shoot(page, out, "problem")
+    visit(page, site, out, "/", "home")
+    visit(page, site, out, "/problems/vectoradd", "problem")
 
     page.goto(site.url("/submit?problem=vectoradd"))
     page.locator("label[for=mode-leaderboard]").click()
@@ -172,8 +175,7 @@ def competitor_pages(page: Page, site: Site, out: Path) -> None:
     wait_for_verdict(page, "passed", timeout_s=300)
     shoot(page, out, "submission-result")
 
-    page.goto(site.url("/leaderboards/vectoradd?gpu=cpu"))
-    shoot(page, out, "leaderboard")
+    visit(page, site, out, "/leaderboards/vectoradd?gpu=cpu", "leaderboard")
 
     page.goto(site.url("/users/ada"))
     page.get_by_placeholder("Label, e.g. laptop").fill("laptop")
@@ -186,12 +188,10 @@ def competitor_pages(page: Page, site: Site, out: Path) -> None:
     expect(page.locator("#notice")).to_contain_text("Password-reset mail goes to")
     shoot(page, out, "user-account")
 
-    page.goto(site.url("/no-such-page"))
-    shoot(page, out, "not-found")
+    visit(page, site, out, "/no-such-page", "not-found")
     log_out(page)
     log_in(page, site, "grace", "grace-password")
-    page.goto(site.url(f"/submissions/{SHOWN['profile']}"))
-    shoot(page, out, "submission-profile")
+    visit(page, site, out, f"/submissions/{SHOWN['profile']}", "submission-profile")
     log_out(page)
 
 
@@ -209,10 +209,8 @@ def organizer_pages(page: Page, site: Site, out: Path) -> None:
     row.get_by_role("button", name="Save vectoradd_v2").click()
     expect(page.locator("#p-vectoradd_v2 input[name=deadline]")).to_have_value("2026-12-24T18:00")
     shoot(page, out, "admin-problems")
-    page.goto(site.url("/admin/submissions"))
-    shoot(page, out, "admin-submissions")
-    page.goto(site.url("/admin/users"))
-    shoot(page, out, "admin-users")
+    visit(page, site, out, "/admin/submissions", "admin-submissions")
+    visit(page, site, out, "/admin/users", "admin-users")
 
 
 def password_pages(page: Page, site: Site, out: Path, inbox: Inbox) -> None:
@@ -245,20 +243,16 @@ def password_pages(page: Page, site: Site, out: Path, inbox: Inbox) -> None:
 
 
 def phone_pages(page: Page, site: Site, out: Path) -> None:
-    page.goto(site.url("/leaderboards/vectoradd?gpu=cpu"))
-    shoot(page, out, "phone-leaderboard")
+    visit(page, site, out, "/leaderboards/vectoradd?gpu=cpu", "phone-leaderboard")
     # The mailed link, opened where mail is read.
     page.goto(MAILED[-1])
     expect(page.get_by_label("New password", exact=True)).to_be_visible()
     shoot(page, out, "phone-reset-form")
     # A failed submission as its author reads it on a phone: the mismatch, the syntax error.
     log_in(page, site, "linus", "linus-password")
-    page.goto(site.url(f"/submissions/{SHOWN['failed']}"))
-    shoot(page, out, "phone-submission-failed")
-    page.goto(site.url(f"/submissions/{SHOWN['syntax']}"))
-    shoot(page, out, "phone-submission-syntax-error")
-    page.goto(site.url("/submit?problem=vectoradd"))
-    shoot(page, out, "phone-submit")
+    visit(page, site, out, f"/submissions/{SHOWN['failed']}", "phone-submission-failed")
+    visit(page, site, out, f"/submissions/{SHOWN['syntax']}", "phone-submission-syntax-error")
+    visit(page, site, out, "/submit?problem=vectoradd", "phone-submit")
 
 
 def main(out: Path) -> None:
