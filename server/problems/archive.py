@@ -63,24 +63,28 @@ def read_zip(raw: bytes) -> list[tuple[str, bytes]]:
 
 def read_tar(raw: bytes) -> list[tuple[str, bytes]]:
     try:
-        archive = tarfile.open(fileobj=io.BytesIO(raw), mode="r:gz")
-        members = archive.getmembers()
+        archive = tarfile.open(fileobj=io.BytesIO(raw), mode="r:gz")  # noqa: SIM115 (closed below)
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise BadRequest("the archive is not a readable .tar.gz file") from exc
-    files = []
-    check_count(len(members))
-    for member in members:
-        if member.isdir():
-            continue
-        if not member.isfile():
-            raise BadRequest(f"the archive holds {member.name!r}, which is not a regular file")
-        if member.size > MAX_UNPACKED_BYTES:
-            raise PayloadTooLarge(f"{member.name!r} unpacks to over {MAX_UNPACKED_BYTES} bytes")
-        safe_member_path(member.name)
-        extracted = archive.extractfile(member)
-        if extracted is None:
-            raise BadRequest(f"{member.name!r} could not be read")
-        files.append((member.name, extracted.read(MAX_UNPACKED_BYTES + 1)))
+    with archive:
+        try:
+            members = archive.getmembers()
+        except (tarfile.TarError, EOFError, OSError) as exc:
+            raise BadRequest("the archive is not a readable .tar.gz file") from exc
+        files = []
+        check_count(len(members))
+        for member in members:
+            if member.isdir():
+                continue
+            if not member.isfile():
+                raise BadRequest(f"the archive holds {member.name!r}, which is not a regular file")
+            if member.size > MAX_UNPACKED_BYTES:
+                raise PayloadTooLarge(f"{member.name!r} unpacks to over {MAX_UNPACKED_BYTES} bytes")
+            safe_member_path(member.name)
+            extracted = archive.extractfile(member)
+            if extracted is None:
+                raise BadRequest(f"{member.name!r} could not be read")
+            files.append((member.name, extracted.read(MAX_UNPACKED_BYTES + 1)))
     return files
 
 

@@ -17,7 +17,8 @@ from server.problems import bundle, repository, service, validation
 from server.problems.loaded import loaded
 from server.problems.schemas import (
     BaselinesRequested,
-    DeviceValidation, ProblemOut,
+    DeviceValidation,
+    ProblemOut,
     ProblemSummary,
     ValidationOut,
 )

@@ -15,9 +15,14 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from grader.problem import BUILTIN_DIR, ProblemError, builtin_problems, load_problem
+from grader.problem import (
+    BUILTIN_DIR,
+    ProblemError,
+    builtin_problems,
+    example_solutions,
+    load_problem,
+)
 from grader.problem import Problem as GraderProblem
-from grader.problem import example_solutions
 from server.audit import service as audit
 from server.devices import local_device
 from server.errors import BadRequest, Conflict, NotFound, PayloadTooLarge

@@ -18,11 +18,10 @@ from sqlalchemy.orm import Session
 from grader.report import Mode
 from grader.report import ValidationReport as GraderValidationReport
 from grader.report import ValidationStatus as GraderValidationStatus
-
 from server.models import Problem, ProblemValidation, utcnow
+from server.outbox import jobs
 from server.problems import repository, versions
 from server.problems.loaded import loaded, problem_files
-from server.outbox import jobs
 from server.settings import Settings
 
 log = logging.getLogger(__name__)

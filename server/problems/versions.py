@@ -112,7 +112,10 @@ def keep_test_cases_timeout(problem: Problem, version: int, gpu_type: str, secon
         kept = {**(candidate.get("test_cases_timeouts") or {}), gpu_type: float(seconds)}
         problem.candidate = {**candidate, "test_cases_timeouts": kept}
     elif problem.version == version:
-        problem.test_cases_timeouts = {**(problem.test_cases_timeouts or {}), gpu_type: float(seconds)}
+        problem.test_cases_timeouts = {
+            **(problem.test_cases_timeouts or {}),
+            gpu_type: float(seconds),
+        }
 
 
 def promote(problem: Problem) -> None:

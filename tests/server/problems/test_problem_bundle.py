@@ -15,9 +15,9 @@ from grader.problem import BUILTIN_DIR, load_problem
 from server.db import session_scope
 from server.problems import repository
 from tests.server.conftest import Account
-from tests.server.rows import zip_of
 from tests.server.problems.test_problem_lifecycle import record_round
 from tests.server.problems.test_problems_api import upload
+from tests.server.rows import zip_of
 from tests.server.web_client import sign_in
 
 pytestmark = pytest.mark.anyio

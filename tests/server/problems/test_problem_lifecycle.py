@@ -22,9 +22,9 @@ from server.settings import get_settings
 from server.submissions import payloads
 from server.users.service import authenticate
 from tests.server.conftest import Account
+from tests.server.problems.test_problems_api import problem_zip, upload
 from tests.server.rows import submission_row
 from tests.server.users.test_audit_log import audit_entries
-from tests.server.problems.test_problems_api import problem_zip, upload
 from tests.server.web_client import HTML, log_in, make_user, post_form, sign_in
 
 pytestmark = pytest.mark.anyio

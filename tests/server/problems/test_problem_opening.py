@@ -25,8 +25,8 @@ from tests.server.conftest import Account
 from tests.server.problems.test_problem_lifecycle import record_round, submit
 from tests.server.problems.test_problems_api import problem_zip, upload
 from tests.server.users.test_audit_log import audit_entries
-from tests.server.web.test_web_pages import new_problem
 from tests.server.web.test_web_and_cli_agree import AppTransport
+from tests.server.web.test_web_pages import new_problem
 from tests.server.web_client import HTML, csrf_from, log_in, make_user
 
 pytestmark = pytest.mark.anyio
@@ -101,7 +101,6 @@ async def test_a_scheduled_upload_says_when_it_opens(
     assert "opens 2099-01-02 03:04 UTC</span>" in row and ">live<" not in row
 
 
-
 def test_the_command_line_says_when_a_problem_opens(
     alice: Account, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -166,7 +165,8 @@ def test_the_command_line_adds_a_problem_hidden_and_scheduled(
     assert "hidden: only admins see it until a competition of its opens" in done.stdout
     done = CliRunner().invoke(
         cli,
-        ["problem", "add", str(tmp_path / "clihidden"), "--visible", "--starts-at", "2099-01-01T00:00Z"],
+        ["problem", "add", str(tmp_path / "clihidden"), "--visible",
+         "--starts-at", "2099-01-01T00:00Z"],
     )  # fmt: skip
     assert done.exit_code == 0, done.output
     assert "opens at 2099-01-01 00:00 UTC" in done.stdout

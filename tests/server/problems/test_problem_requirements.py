@@ -13,9 +13,9 @@ import pytest
 
 from server.problems import validation
 from tests.server.conftest import Account
-from tests.server.rows import zip_of
 from tests.server.problems.test_problem_lifecycle import record_round
 from tests.server.problems.test_problems_api import problem_zip, upload
+from tests.server.rows import zip_of
 
 pytestmark = pytest.mark.anyio
 
