@@ -175,7 +175,10 @@ def test_times_below_what_the_graders_clock_allows_rank_at_its_bound(
         for case in report.cases:
             assert case.time is not None and case.runner_time is not None
             assert case.time.ranked_by == "grader"
-            assert case.runner_time.median_s < 0.00025 < 0.002 / 5 <= case.time.median_s
+            # The claims (1 µs, a tenth) are under a fifth of the grader's figure, which
+            # holds the 2 ms each call spends, however busy the machine.
+            assert case.runner_time.median_s < case.time.median_s / 5
+            assert case.time.median_s >= 0.002
             assert case.time.median_s >= case.time.harness_floor_s
             assert case.time.harness_per_call_s >= 0.002
 

@@ -19,7 +19,8 @@ import pytest
 from rig.cluster import postgres_cluster, redis_server
 from rig.processes import add_user, service_env, serving
 
-pytestmark = pytest.mark.integration
+# A bound on every request's time: measured with the machine to itself.
+pytestmark = [pytest.mark.integration, pytest.mark.alone]
 
 CODE = """
 import torch

@@ -89,23 +89,21 @@ def test_a_hung_kernel_delays_another_users_test_by_its_short_limit_at_most(
 ) -> None:
     """Ada submits two test-mode kernels that never return, then Bob a correct one. Test
     mode's cases have a limit of seconds (20 s by default), and the queue takes users in
-    turn: Bob's verdict comes after Ada's first hung kernel at most, before her second."""
+    turn: Bob's verdict comes after Ada's first hung kernel at most, before her second (the
+    order is asserted, not a wall-clock bound, which would measure the machine's load)."""
     env = service_env(tmp_path / "var")
     ada, bob = add_user(env, "ada"), add_user(env, "bob")
     log = tmp_path / "serve.log"
     with serving(env, log) as base:
         hung = [submit(base, ada, "vectoradd", HUNG, "test") for _ in range(2)]
         wait_for(base, ada, hung[0], {"running"}, 60, log)
-        started = time.monotonic()
         quick = submit(base, bob, "vectoradd", (SOLUTIONS / "pytorch.py").read_text(), "test")
         queued = httpx.get(
             f"{base}/api/v1/submissions/{quick}", headers={"Authorization": f"Bearer {bob}"}
         ).json()
         assert queued["status"] == "queued" and queued["queue_position"] == 0
         report = wait_for(base, bob, quick, TERMINAL, 60, log)
-        waited = time.monotonic() - started
         assert report["status"] == "passed", report["message"]
-        assert waited < 20 + 15, waited  # Ada's first limit, then Bob's own grading
         first = wait_for(base, ada, hung[0], TERMINAL, 10, log)
         assert first["status"] == "timeout"
         assert "test cases exceeded their time limit of 20 s" in first["message"]
