@@ -1,5 +1,5 @@
 """The ``kerneljudge`` command line: serve, worker, grade, user add, problem add, competition
-add, judge, judging, publish and discard, rejudge start, show, apply and discard, and the
+add, judge, judging, publish, discard and clones, rejudge start, show, apply and discard, and the
 submitter's commands (login, submit, status, problems, bundle, leaderboard, submissions,
 standings)."""
 
@@ -632,6 +632,30 @@ def competition_discard(name: Annotated[str, typer.Argument(help="the competitio
 
     done = judging_command(lambda session: judging.discard(session, name, actor=None).id)
     typer.echo(f"judging {done} of {name!r} discarded; the standings are as they were")
+
+
+@competition_app.command("clones")
+@needs("server")
+def competition_clones(
+    name: Annotated[str, typer.Argument(help="the competition")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the REST API's body")] = False,
+) -> None:
+    """Pairs of entries from different teams whose code is nearly the same (renamed,
+    reformatted, commented), for an organizer to read; nothing is done about them."""
+    from server.competitions.judging_endpoints import clones_body
+    from server.settings import get_settings
+
+    threshold = get_settings().clone_threshold
+    body = judging_command(lambda session: clones_body(session, name, threshold))
+    if as_json:
+        typer.echo(body.model_dump_json(indent=2))
+        return
+    typer.echo(f"{len(body.pairs)} near-clone pairs in {body.competition!r} (at {threshold:.0%})")
+    for pair in body.pairs:
+        typer.echo(
+            f"  {pair.problem}: {pair.similarity:.0%} {pair.first.team} "
+            f"#{pair.first.submission_id} ~ {pair.second.team} #{pair.second.submission_id}"
+        )
 
 
 @rejudge_app.command("start")
