@@ -337,8 +337,9 @@ def take_verdict(session: Session, original: Submission, run: Submission) -> Non
     original.worker = run.worker
     original.started_at = run.started_at
     original.finished_at = run.finished_at
-    # The old grading's profile goes with its report.
+    # The old grading's profile goes with its report; the run's comes with its own.
     submission_repository.delete_files(session, original.id)
+    submission_repository.move_files(session, run.id, original.id)
     session.flush()
     upkeep.submission_changed(session, original)
 

@@ -5,6 +5,7 @@ its history; discarding changes nothing."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
 from typing import Any
@@ -17,7 +18,7 @@ from typer.testing import CliRunner
 from server.cli import app as cli
 from server.db import session_scope
 from server.leaderboards import upkeep
-from server.models import OutboxMessage, Problem, Submission, utcnow
+from server.models import OutboxMessage, Problem, Submission, SubmissionFile, utcnow
 from server.outbox import jobs
 from server.settings import get_settings
 from tests.server.competitions.rig import problems, ranked
@@ -63,6 +64,16 @@ def race() -> tuple[str, Account, Account, Account, dict[str, int]]:
     with session_scope() as db:  # written as rows: the boards are brought up to date here
         upkeep.rebuild(db, db.scalar(select(Problem).where(Problem.name == problem)))
     return problem, red, blue, green, ids
+
+
+def file_row(submission_id: int, content: bytes) -> SubmissionFile:
+    return SubmissionFile(
+        submission_id=submission_id,
+        name="profile.ncu-rep",
+        content=content,
+        size=len(content),
+        sha256=hashlib.sha256(content).hexdigest(),
+    )
 
 
 def grade_runs(body: dict[str, Any], reports: dict[int, dict[str, Any]]) -> None:
@@ -113,6 +124,10 @@ async def test_the_preview_says_who_now_fails_and_who_moves_and_applying_makes_i
     early = await client.post(f"/api/v1/admin/rejudges/{rejudge_id}/apply", headers=admin.headers)
     assert early.status_code == 409 and "only a ready one" in early.json()["detail"]
     grade_runs(body, {ids["green"]: passed(3e-3)})
+    runs = {c["submission_id"]: c["run_id"] for c in body["changes"]}
+    with session_scope() as db:  # a file the red run's grading left beside its report
+        db.add(file_row(runs[ids["red"]], b"new"))
+        db.add(file_row(ids["red"], b"old"))
 
     body = await shown(client, admin, rejudge_id)
     assert body["status"] == "ready" and body["changed"] == 2
@@ -132,6 +147,11 @@ async def test_the_preview_says_who_now_fails_and_who_moves_and_applying_makes_i
     mine = (await client.get(f"/api/v1/submissions/{ids['red']}", headers=red.headers)).json()
     assert (mine["status"], mine["score"]) == ("failed", None)
     assert [(v["status"], v["score"]) for v in mine["history"]] == [("passed", 1e-3)]
+    with session_scope() as db:
+        files = db.scalars(select(SubmissionFile.content).where(
+            SubmissionFile.submission_id == ids["red"]
+        )).all()  # fmt: skip
+        assert files == [b"new"]
     again = await client.post(f"/api/v1/admin/rejudges/{rejudge_id}/discard", headers=admin.headers)
     assert again.status_code == 409 and "applied already" in again.json()["detail"]
     assert await audit_entries(client, admin, action="rejudge.apply", target=str(rejudge_id))
