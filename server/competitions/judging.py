@@ -13,6 +13,10 @@ wrong kernel); its score is their median, its sol fraction theirs. A judging is 
 once every run has a verdict; publishing stores its judged entries, which the standings
 then rank for everyone (``final``: no freeze); discarding keeps it, its verdicts included,
 and changes nothing.
+
+A judging is one kind of *review set* (a ``judgings`` row, ``kind`` final); an organizer's
+rejudge (server/rejudges/) is the other, and shares this module's machinery: ``queue_run``,
+the stored statuses, ``status_of`` and ``settle``.
 """
 
 from __future__ import annotations

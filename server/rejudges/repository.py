@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 from datetime import datetime
 
 from sqlalchemy import ColumnElement, func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, load_only, selectinload
 
 from grader.report import TERMINAL_STATUSES
 from server.leaderboards.repository import ranked
@@ -61,9 +61,21 @@ def get_rejudge(session: Session, rejudge_id: int, *, for_update: bool = False) 
 
 def ranked_on(session: Session, problem_ids: Collection[int]) -> Sequence[Submission]:
     """The ranked submissions (the leaderboards' rule, banned users left out) on these
-    problems, every version and device type."""
+    problems, every version and device type: what ranking reads of them, without their code
+    and reports."""
     return session.scalars(
         select(Submission)
+        .options(
+            load_only(
+                Submission.user_id,
+                Submission.problem_id,
+                Submission.problem_version,
+                Submission.gpu_type,
+                Submission.score,
+                Submission.created_at,
+            ),
+            selectinload(Submission.user),
+        )
         .join(User, User.id == Submission.user_id)
         .where(Submission.problem_id.in_(problem_ids), User.is_banned.is_(False), *ranked())
         .order_by(Submission.id)
