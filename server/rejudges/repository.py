@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session, load_only, selectinload
 
 from grader.report import TERMINAL_STATUSES
 from server.leaderboards.repository import ranked
-from server.models import Judging, Submission, User
+from server.models import Judging, JudgingRun, Submission, User
 
 
 def matching(
@@ -79,4 +79,20 @@ def ranked_on(session: Session, problem_ids: Collection[int]) -> Sequence[Submis
         .join(User, User.id == Submission.user_id)
         .where(Submission.problem_id.in_(problem_ids), User.is_banned.is_(False), *ranked())
         .order_by(Submission.id)
+    ).all()
+
+
+def undecided_holding(session: Session, conditions: Sequence[ColumnElement[bool]]) -> Sequence[int]:
+    """The undecided rejudges (running or ready) already grading a submission that
+    ``conditions`` match, by id."""
+    return session.scalars(
+        select(Judging.id)
+        .join(JudgingRun, JudgingRun.judging_id == Judging.id)
+        .where(
+            Judging.kind == "rejudge",
+            Judging.status == "running",
+            JudgingRun.entry_id.in_(select(Submission.id).where(*conditions)),
+        )
+        .distinct()
+        .order_by(Judging.id)
     ).all()

@@ -3,7 +3,8 @@ status, user and time, they are graded again as a review set, the preview says w
 change, and the organizer applies or discards the set as a whole.
 
 Rules: at least one filter; only graded submissions of users' own are selected (no review
-set's run, nothing queued or running); at most ``KJ_REJUDGE_MAX_SUBMISSIONS`` of them. Each
+set's run, nothing queued or running); at most ``KJ_REJUDGE_MAX_SUBMISSIONS`` of them, none
+in another rejudge not decided yet (a submission has one pending new verdict at most). Each
 is graded again once against its problem's current version, as a run of the review set
 (server/competitions/judging.py's ``queue_run``: a submission of its own, ``judging_id``
 set, on no board and in no count until applied). Applying, once every run has a verdict,
@@ -173,6 +174,12 @@ def start(
         raise BadRequest(
             f"{found} submissions match {given}; a rejudge takes at most {cap} "
             "(KJ_REJUDGE_MAX_SUBMISSIONS): narrow the selection"
+        )
+    held = repository.undecided_holding(session, conditions)
+    if held:
+        raise Conflict(
+            f"rejudge {', '.join(map(str, held))} already grades some of these submissions: "
+            "apply or discard it first"
         )
     rejudge = Judging(
         kind=Kind.REJUDGE.value,

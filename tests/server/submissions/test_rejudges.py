@@ -164,12 +164,17 @@ async def test_a_discarded_rejudge_changes_nothing(
     rejudge_id = (await rejudge(client, admin, problem=problem, user=red.name)).json()["id"]
     body = await shown(client, admin, rejudge_id)
     assert [c["submission_id"] for c in body["changes"]] == [ids["red"]]
+    overlapping = await rejudge(client, admin, problem=problem)
+    assert overlapping.status_code == 409
+    assert f"rejudge {rejudge_id} already grades" in overlapping.json()["detail"]
     grade_runs(body, {ids["red"]: FAILED})
     discarded = await client.post(
         f"/api/v1/admin/rejudges/{rejudge_id}/discard", headers=admin.headers
     )
     assert discarded.status_code == 200 and discarded.json()["status"] == "discarded"
     assert await board(client, problem) == [(red.name, 1e-3), (blue.name, 2e-3)]
+    # Decided: its submissions may be rejudged again.
+    assert (await rejudge(client, admin, problem=problem)).status_code == 202
     refused = await client.post(f"/api/v1/admin/rejudges/{rejudge_id}/apply", headers=admin.headers)
     assert refused.status_code == 409
 
