@@ -10,6 +10,7 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, load_only, selectinload
 
 from grader.report import TERMINAL_STATUSES
+from server.competitions.judging import Kind, Stored
 from server.leaderboards.repository import ranked
 from server.models import Judging, JudgingRun, Submission, User
 
@@ -53,7 +54,7 @@ def selected(session: Session, conditions: Sequence[ColumnElement[bool]]) -> Seq
 
 
 def get_rejudge(session: Session, rejudge_id: int, *, for_update: bool = False) -> Judging | None:
-    query = select(Judging).where(Judging.id == rejudge_id, Judging.kind == "rejudge")
+    query = select(Judging).where(Judging.id == rejudge_id, Judging.kind == Kind.REJUDGE)
     if for_update:
         query = query.with_for_update()
     return session.scalar(query)
@@ -89,8 +90,8 @@ def undecided_holding(session: Session, conditions: Sequence[ColumnElement[bool]
         select(Judging.id)
         .join(JudgingRun, JudgingRun.judging_id == Judging.id)
         .where(
-            Judging.kind == "rejudge",
-            Judging.status == "running",
+            Judging.kind == Kind.REJUDGE,
+            Judging.status == Stored.RUNNING,
             JudgingRun.entry_id.in_(select(Submission.id).where(*conditions)),
         )
         .distinct()

@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from grader.report import TERMINAL_STATUSES, Status
+from grader.report import TERMINAL_STATUSES, Mode, Status
 from server.audit import service as audit
 from server.competitions import repository as review_sets
 from server.competitions.judging import READY, Kind, Stored, queue_run, settle, status_of
@@ -239,7 +239,7 @@ def board_moves(session: Session, found: Sequence[Change]) -> list[Move]:
     submissions are in the set, ranked by the leaderboards' rule (each user's best, ties to
     the earlier submission) before and as if applied (a run not graded yet: unchanged)."""
     by_original = {change.original.id: change for change in found}
-    touched = {c.original.problem_id for c in found if c.original.mode == "leaderboard"}
+    touched = {c.original.problem_id for c in found if c.original.mode == Mode.LEADERBOARD}
     if not touched:
         return []
     standing = repository.ranked_on(session, touched)
@@ -259,7 +259,7 @@ def board_moves(session: Session, found: Sequence[Change]) -> list[Move]:
             and run.score is not None
             and not original.user.is_banned
         ):
-            if original.mode == "leaderboard" and not (original.is_hidden or original.is_hacked):
+            if original.mode == Mode.LEADERBOARD and not (original.is_hidden or original.is_hacked):
                 after.append((board(original, run.problem_version), original, run.score))
         elif not change.graded and is_ranked(original) and not original.user.is_banned:
             assert original.score is not None
