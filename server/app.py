@@ -27,6 +27,7 @@ from server.exports.endpoints import router as exports_router
 from server.health import router as health_router
 from server.leaderboards.endpoints import router as leaderboards_router
 from server.problems.endpoints import router as problems_router
+from server.rejudges.endpoints import router as rejudge_router
 from server.security_headers import SecurityHeaders, script_hashes
 from server.settings import get_settings
 from server.submissions.admin_endpoints import router as submission_admin_router
@@ -177,6 +178,7 @@ def create_app() -> FastAPI:
     app.include_router(leaderboards_router)
     app.include_router(competitions_router)
     app.include_router(judging_router)
+    app.include_router(rejudge_router)
     app.include_router(audit_router)
     app.include_router(submission_admin_router)
     app.include_router(user_admin_router)

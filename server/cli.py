@@ -1,6 +1,7 @@
 """The ``kerneljudge`` command line: serve, worker, grade, user add, problem add, competition
-add, judge, judging, publish and discard, and the submitter's commands (login, submit,
-status, problems, bundle, leaderboard, submissions, standings)."""
+add, judge, judging, publish, discard and clones, rejudge start, show, apply and discard, and the
+submitter's commands (login, submit, status, problems, bundle, leaderboard, submissions,
+standings)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,10 @@ competition_app = typer.Typer(help="Manage competitions.", no_args_is_help=True)
 app.add_typer(user_app, name="user", rich_help_panel=SERVER_PANEL)
 app.add_typer(problem_app, name="problem", rich_help_panel=SERVER_PANEL)
 app.add_typer(competition_app, name="competition", rich_help_panel=SERVER_PANEL)
+rejudge_app = typer.Typer(
+    help="Rejudge selected submissions: preview, then apply or discard.", no_args_is_help=True
+)
+app.add_typer(rejudge_app, name="rejudge", rich_help_panel=SERVER_PANEL)
 submitter.register(app)
 
 err = Console(stderr=True)
@@ -627,6 +632,122 @@ def competition_discard(name: Annotated[str, typer.Argument(help="the competitio
 
     done = judging_command(lambda session: judging.discard(session, name, actor=None).id)
     typer.echo(f"judging {done} of {name!r} discarded; the standings are as they were")
+
+
+@competition_app.command("clones")
+@needs("server")
+def competition_clones(
+    name: Annotated[str, typer.Argument(help="the competition")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the REST API's body")] = False,
+) -> None:
+    """Pairs of entries from different teams whose code is nearly the same (renamed,
+    reformatted, commented), for an organizer to read; nothing is done about them."""
+    from server.competitions.judging_endpoints import clones_body
+    from server.settings import get_settings
+
+    threshold = get_settings().clone_threshold
+    body = judging_command(lambda session: clones_body(session, name, threshold))
+    if as_json:
+        typer.echo(body.model_dump_json(indent=2))
+        return
+    typer.echo(f"{len(body.pairs)} near-clone pairs in {body.competition!r} (at {threshold:.0%})")
+    for pair in body.pairs:
+        typer.echo(
+            f"  {pair.problem}: {pair.similarity:.0%} {pair.first.team} "
+            f"#{pair.first.submission_id} ~ {pair.second.team} #{pair.second.submission_id}"
+        )
+
+
+@rejudge_app.command("start")
+@needs("server")
+def rejudge_start(
+    problem: Annotated[str | None, typer.Option("--problem", help="a problem's name")] = None,
+    version: Annotated[
+        int | None, typer.Option("--version", help="the problem version graded")
+    ] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", help="passed, failed, error, timeout or rejected")
+    ] = None,
+    user: Annotated[str | None, typer.Option("--user", help="a user's name")] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", help="submitted at or after (ISO 8601, with zone)")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", help="submitted before (ISO 8601, with zone)")
+    ] = None,
+) -> None:
+    """Grade the submissions the filters match again, apart from every board; prints the
+    rejudge's id and how many were queued."""
+    from server.errors import BadRequest
+    from server.rejudges import service
+    from server.settings import get_settings
+
+    def start(session: Any) -> str:
+        moments = {}
+        for name, text in (("since", since), ("until", until)):
+            try:
+                moments[name] = parse_moment(text)
+            except BadRequest as exc:
+                raise BadRequest(f"--{name}: {exc.detail}") from exc
+        selection = service.Selection(problem, version, status, user, **moments)
+        started, count = service.start(session, get_settings(), selection, actor=None)
+        return f"rejudge {started.id}: {count} submissions queued"
+
+    typer.echo(judging_command(start))
+
+
+@rejudge_app.command("show")
+@needs("server")
+def rejudge_show(
+    rejudge_id: Annotated[int, typer.Argument(help="the rejudge's id")],
+    as_json: Annotated[bool, typer.Option("--json", help="print the REST API's body")] = False,
+) -> None:
+    """A rejudge's state and what applying it would change: each submission's status and
+    score before and after, who now fails, who moves on a leaderboard."""
+    from server.rejudges import service
+    from server.rejudges.endpoints import rejudge_body
+
+    body = judging_command(lambda session: rejudge_body(session, service.get(session, rejudge_id)))
+    if as_json:
+        typer.echo(body.model_dump_json(indent=2))
+        return
+    typer.echo(
+        f"rejudge {body.id} {body.selection}: {body.status}, {body.graded} of {body.total} "
+        f"graded, {body.changed} changed"
+    )
+    for change in body.changes:
+        if not change.changed:
+            continue
+        note = " NOW FAILS" if change.now_fails else " now passes" if change.now_passes else ""
+        typer.echo(
+            f"  #{change.submission_id} {change.user} {change.problem}: {change.status_before} "
+            f"{change.score_before} -> {change.status_after} {change.score_after}{note}"
+        )
+    for move in body.moves:
+        typer.echo(
+            f"  {move.problem} ({move.gpu}, v{move.version}) {move.user}: rank "
+            f"{move.rank_before} -> {move.rank_after}"
+        )
+
+
+@rejudge_app.command("apply")
+@needs("server")
+def rejudge_apply(rejudge_id: Annotated[int, typer.Argument(help="the rejudge's id")]) -> None:
+    """Apply a ready rejudge: each submission takes its new verdict, the old one kept."""
+    from server.rejudges import service
+
+    judging_command(lambda session: service.apply(session, rejudge_id, actor=None).id)
+    typer.echo(f"rejudge {rejudge_id} applied")
+
+
+@rejudge_app.command("discard")
+@needs("server")
+def rejudge_discard(rejudge_id: Annotated[int, typer.Argument(help="the rejudge's id")]) -> None:
+    """Discard a rejudge: its runs kept, every verdict as it was."""
+    from server.rejudges import service
+
+    judging_command(lambda session: service.discard(session, rejudge_id, actor=None).id)
+    typer.echo(f"rejudge {rejudge_id} discarded; every verdict is as it was")
 
 
 if __name__ == "__main__":

@@ -584,19 +584,28 @@ class TeamMember(Base):
 
 
 class Judging(Base):
-    """A competition's final judging: each entry graded again ``runs`` times after the close
-    (its runs: JudgingRun). Running until an organizer publishes or discards it; published,
-    its judged entries (``entries``, stored then) are the competition's final standings."""
+    """A review set: submissions graded again as submissions of their own (its runs:
+    JudgingRun), kept off every board until an organizer decides it as a whole. ``kind``
+    ``final``: a competition's final judging, each entry graded ``runs`` times after the
+    close; published, its judged entries (``entries``, stored then) are the final standings.
+    ``rejudge``: an organizer's selection of submissions (``selection``, the filters as
+    given) graded once each; applied, each run's verdict replaces its original's."""
 
     __tablename__ = "judgings"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    competition_id: Mapped[int] = mapped_column(
-        ForeignKey("competitions.id", ondelete="CASCADE"), index=True
+    # server.competitions.judging.Kind: final or rejudge.
+    kind: Mapped[str] = mapped_column(NulFreeString(16), default="final", server_default="final")
+    # A final judging's competition; None for a rejudge.
+    competition_id: Mapped[int | None] = mapped_column(
+        ForeignKey("competitions.id", ondelete="CASCADE"), index=True, default=None
     )
+    # A rejudge's filters, as given (JSON-safe values).
+    selection: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     runs: Mapped[int] = mapped_column(Integer)
-    # server.competitions.judging.Stored: running, published or discarded ("ready" is a
-    # running judging whose runs are all graded, read from them).
+    # server.competitions.judging.Stored: running, published (a final judging), applied (a
+    # rejudge) or discarded ("ready" is a running set whose runs are all graded, read from
+    # them).
     status: Mapped[str] = mapped_column(NulFreeString(16))
     # Published: team id (as text) -> problem name -> the judged entry, as scoring.Entry's
     # fields in JSON; what the final standings rank.
@@ -612,8 +621,9 @@ class Judging(Base):
 
 
 class JudgingRun(Base):
-    """One grading of a team's entry at a judging: a submission of its own (the entry's
-    author, problem and code), queued and recorded as any."""
+    """One grading of a review set: a submission of its own (the original's author, problem
+    and code), queued and recorded as any. ``entry_id`` is the submission graded again (a
+    final judging's: the team's entry); ``team_id`` is None in a rejudge."""
 
     __tablename__ = "judging_runs"
 
@@ -623,7 +633,9 @@ class JudgingRun(Base):
     judging_id: Mapped[int] = mapped_column(
         ForeignKey("judgings.id", ondelete="CASCADE"), index=True
     )
-    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    team_id: Mapped[int | None] = mapped_column(
+        ForeignKey("teams.id", ondelete="CASCADE"), default=None
+    )
     # The entry judged: the team's best counting submission to the problem at the close.
     entry_id: Mapped[int] = mapped_column(ForeignKey("submissions.id", ondelete="CASCADE"))
 

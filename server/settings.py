@@ -87,6 +87,16 @@ class Settings(BaseSettings):
         default=20, ge=0, description="submissions per user and problem in the window; 0: none"
     )
     submission_rate_window_s: int = Field(default=600, gt=0)
+    # A rejudge grades every submission it selects again: the cap keeps one filter typed
+    # too wide from filling the queues.
+    rejudge_max_submissions: int = Field(
+        default=1000, gt=0, description="submissions a rejudge may select at most"
+    )
+    # Near-clone pairs among a competition's entries: the Jaccard similarity of their
+    # winnowing fingerprints at or above which a pair is listed for the organizers.
+    clone_threshold: float = Field(
+        default=0.8, gt=0, le=1, description="fingerprint similarity listed as a near-clone"
+    )
 
     @field_validator("gpu_types", mode="before")
     @classmethod

@@ -13,6 +13,10 @@ wrong kernel); its score is their median, its sol fraction theirs. A judging is 
 once every run has a verdict; publishing stores its judged entries, which the standings
 then rank for everyone (``final``: no freeze); discarding keeps it, its verdicts included,
 and changes nothing.
+
+A judging is one kind of *review set* (a ``judgings`` row, ``kind`` final); an organizer's
+rejudge (server/rejudges/) is the other, and shares this module's machinery: ``queue_run``,
+the stored statuses, ``status_of`` and ``settle``.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from grader.report import TERMINAL_STATUSES, Mode, Status
+from grader.report import TERMINAL_STATUSES, Status
 from server.audit import service as audit
 from server.competitions import repository
 from server.competitions.schemas import MAX_FINAL_RUNS, Phase
@@ -38,11 +42,20 @@ from server.outbox import jobs
 from server.submissions import reports
 
 
+class Kind(StrEnum):
+    """What a review set (a ``Judging`` row) is: this module's final judging, or an
+    organizer's rejudge of selected submissions (server/rejudges/)."""
+
+    FINAL = "final"
+    REJUDGE = "rejudge"
+
+
 class Stored(StrEnum):
-    """A judging's status as stored; ``ready`` is read from its runs."""
+    """A review set's status as stored; ``ready`` is read from its runs."""
 
     RUNNING = "running"
-    PUBLISHED = "published"
+    PUBLISHED = "published"  # a final judging
+    APPLIED = "applied"  # a rejudge
     DISCARDED = "discarded"
 
 
@@ -163,6 +176,7 @@ def start(session: Session, name: str, runs: int | None, actor: User | None) -> 
                 "discard it first"
             )
     judging = Judging(
+        kind=Kind.FINAL.value,
         competition_id=competition.id,
         runs=k,
         status=Stored.RUNNING.value,
@@ -177,7 +191,7 @@ def start(session: Session, name: str, runs: int | None, actor: User | None) -> 
             original = session.get(Submission, entry.submission_id)
             assert original is not None
             for _ in range(k):
-                queue_run(session, judging, team_id, original)
+                queue_run(session, judging, original, team_id=team_id)
                 queued += 1
     audit.record(
         session,
@@ -190,27 +204,38 @@ def start(session: Session, name: str, runs: int | None, actor: User | None) -> 
     return judging
 
 
-def queue_run(session: Session, judging: Judging, team_id: int, original: Submission) -> None:
+def queue_run(
+    session: Session,
+    review: Judging,
+    original: Submission,
+    *,
+    team_id: int | None = None,
+    version: int | None = None,
+) -> Submission:
+    """One run of a review set: the original's author, problem, code, mode and GPU type as a
+    submission of its own (``judging_id`` set: on no board, no page, in no count), graded
+    against ``version`` (default the original's), queued through the outbox like any."""
     run = Submission(
         user_id=original.user_id,
         problem_id=original.problem_id,
-        problem_version=original.problem_version,
+        problem_version=original.problem_version if version is None else version,
         code=original.code,
         code_sha256=original.code_sha256,
-        mode=Mode.LEADERBOARD.value,
+        mode=original.mode,
         gpu_type=original.gpu_type,
         status=Status.QUEUED.value,
         flags=[],
-        judging_id=judging.id,
+        judging_id=review.id,
     )
     session.add(run)
     session.flush()
     session.add(
         JudgingRun(
-            submission_id=run.id, judging_id=judging.id, team_id=team_id, entry_id=original.id
+            submission_id=run.id, judging_id=review.id, team_id=team_id, entry_id=original.id
         )
     )
     jobs.enqueue(session, jobs.Job.GRADE, run.id, queue=run.gpu_type, mode=run.mode)
+    return run
 
 
 def standing_entries(session: Session, competition: Competition) -> dict[int, dict[str, Entry]]:
@@ -244,6 +269,7 @@ def judged_entries(session: Session, judging: Judging) -> list[JudgedEntry]:
     grouped: dict[tuple[int, int], list[Submission]] = {}
     entry_of: dict[tuple[int, int], int] = {}
     for run, submission in repository.judging_runs(session, judging.id):
+        assert run.team_id is not None  # a final judging's run grades a team's entry
         key = (run.team_id, submission.problem_id)
         grouped.setdefault(key, []).append(submission)
         entry_of[key] = run.entry_id
@@ -323,13 +349,18 @@ def discard(session: Session, name: str, actor: User | None) -> Judging:
     return decide(session, competition, judging, Stored.DISCARDED, actor)
 
 
+def settle(session: Session, review: Judging, to: Stored, actor: User | None) -> None:
+    """A review set decided as a whole: its status, when and by whom (any kind)."""
+    review.status = to.value
+    review.decided_at = utcnow()
+    review.decided_by_id = actor.id if actor is not None else None
+    session.flush()
+
+
 def decide(
     session: Session, competition: Competition, judging: Judging, to: Stored, actor: User | None
 ) -> Judging:
-    judging.status = to.value
-    judging.decided_at = utcnow()
-    judging.decided_by_id = actor.id if actor is not None else None
-    session.flush()
+    settle(session, judging, to, actor)
     audit.record(
         session,
         actor,

@@ -1,6 +1,7 @@
-"""Routes of a competition's final judging (admins): start one after the close, read its
-preview, publish or discard it. The command line's ``competition judging --json`` prints
-the same body (``judging_body``)."""
+"""Routes of a competition's review (admins): its final judging (start one after the close,
+read its preview, publish or discard it) and its entries' near-clones. The command line's
+``competition judging --json`` and ``competition clones --json`` print the same bodies
+(``judging_body``, ``clones_body``)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from grader.report import TERMINAL_STATUSES
-from server.competitions import judging
+from server.competitions import clones, judging
 from server.competitions.endpoints import CHANGE_ERRORS
-from server.deps import AdminUser, SessionDep
+from server.deps import AdminUser, SessionDep, SettingsDep
+from server.errors import Forbidden, NotAuthenticated, NotFound, responses
 from server.models import Judging
 
 router = APIRouter(prefix="/api/v1/competitions", tags=["competitions"])
@@ -159,3 +161,60 @@ def publish_judging(name: str, session: SessionDep, admin: AdminUser) -> Judging
 )
 def discard_judging(name: str, session: SessionDep, admin: AdminUser) -> JudgingOut:
     return judging_body(session, judging.discard(session, name, admin))
+
+
+class CloneSideOut(BaseModel):
+    team: str
+    user: str = Field(description="the entry's author")
+    submission_id: int
+
+
+class ClonePairOut(BaseModel):
+    problem: str
+    similarity: float = Field(description="Jaccard similarity of the two entries' fingerprints")
+    first: CloneSideOut
+    second: CloneSideOut
+
+
+class ClonesOut(BaseModel):
+    competition: str
+    threshold: float = Field(description="KJ_CLONE_THRESHOLD: pairs at or above it are listed")
+    pairs: list[ClonePairOut] = Field(description="most similar first")
+
+
+def clones_body(session: Session, name: str, threshold: float) -> ClonesOut:
+    competition, pairs = clones.near_clones(session, name, threshold)
+
+    def side(found: clones.Side) -> CloneSideOut:
+        return CloneSideOut(
+            team=found.team.name,
+            user=found.submission.user.name,
+            submission_id=found.submission.id,
+        )
+
+    return ClonesOut(
+        competition=competition.name,
+        threshold=threshold,
+        pairs=[
+            ClonePairOut(
+                problem=pair.problem,
+                similarity=round(pair.similarity, 4),
+                first=side(pair.first),
+                second=side(pair.second),
+            )
+            for pair in pairs
+        ],
+    )
+
+
+@router.get(
+    "/{name}/clones",
+    response_model=ClonesOut,
+    responses=responses(NotAuthenticated, Forbidden, NotFound),
+    summary="Near-clones: pairs of entries from different teams whose code is nearly the same "
+    "(listed only, never acted on)",
+)
+def read_clones(
+    name: str, session: SessionDep, settings: SettingsDep, admin: AdminUser
+) -> ClonesOut:
+    return clones_body(session, name, settings.clone_threshold)

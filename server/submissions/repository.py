@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, defer, joinedload
@@ -168,6 +168,15 @@ def put_file(
 
 def delete_files(session: Session, submission_id: int) -> None:
     session.execute(delete(SubmissionFile).where(SubmissionFile.submission_id == submission_id))
+
+
+def move_files(session: Session, from_id: int, to_id: int) -> None:
+    """The files of one submission's grading become another's (a rejudge's run's, applied)."""
+    session.execute(
+        update(SubmissionFile)
+        .where(SubmissionFile.submission_id == from_id)
+        .values(submission_id=to_id)
+    )
 
 
 def add_verdict(session: Session, verdict: SubmissionVerdict) -> None:

@@ -1,0 +1,81 @@
+"""Revision 0021 on SQLite and PostgreSQL: a final judging already there becomes a review
+set of kind ``final`` with its competition and teams kept; a rejudge (no competition, runs
+without a team) can be stored; a downgrade takes the rejudges away and keeps the judging."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from alembic import command
+from sqlalchemy import create_engine, inspect, text
+from sqlalchemy.orm import Session
+
+from server.db import alembic_config
+from server.models import (
+    Competition,
+    CompetitionProblem,
+    Judging,
+    JudgingRun,
+    Problem,
+    Submission,
+    User,
+    utcnow,
+)
+
+
+def test_judgings_become_review_sets_of_either_kind(url: str) -> None:
+    config = alembic_config(url)
+    command.upgrade(config, "0020")
+    engine = create_engine(url)
+    now = utcnow()
+    try:
+        with Session(engine) as db:
+            db.add(User(name="ada"))
+            problem = Problem(name="vectoradd", files={}, files_sha256="0" * 64, secret_seed=1)
+            competition = Competition(
+                name="sprint", title="Sprint", gpu_type="cpu", opens_at=now,
+                closes_at=now + timedelta(days=1), scoring="rank_points", team_size=1,
+                final_runs=5, problems=[CompetitionProblem(problem=problem, position=0)],
+            )  # fmt: skip
+            db.add(competition)
+            db.commit()
+        with engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO judgings (competition_id, runs, status, created_at) "
+                    "VALUES (1, 5, 'running', :now)"
+                ),
+                {"now": now},
+            )
+        command.upgrade(config, "head")
+        with Session(engine) as db:
+            final = db.get(Judging, 1)
+            assert final is not None
+            assert (final.kind, final.competition_id, final.selection) == ("final", 1, None)
+            rejudge = Judging(kind="rejudge", runs=1, status="running", selection={"user": "ada"})
+            db.add(rejudge)
+            db.flush()
+            original = Submission(
+                user_id=1, problem_id=1, problem_version=1, code="x", code_sha256="0" * 64,
+                mode="test", gpu_type="cpu", status="passed",
+            )  # fmt: skip
+            db.add(original)
+            db.flush()
+            run = Submission(
+                user_id=1, problem_id=1, problem_version=1, code="x", code_sha256="0" * 64,
+                mode="test", gpu_type="cpu", judging_id=rejudge.id,
+            )  # fmt: skip
+            db.add(run)
+            db.flush()
+            db.add(JudgingRun(submission_id=run.id, judging_id=rejudge.id, entry_id=original.id))
+            db.commit()
+        command.downgrade(config, "0020")
+        with engine.connect() as connection:
+            columns = {c["name"] for c in inspect(connection).get_columns("judgings")}
+            assert not {"kind", "selection"} & columns
+            kept = connection.execute(text("SELECT id FROM judgings")).scalars().all()
+            assert kept == [1]
+            assert connection.execute(text("SELECT count(*) FROM judging_runs")).scalar() == 0
+        command.upgrade(config, "head")
+    finally:
+        engine.dispose()
