@@ -12,7 +12,15 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
-from grader.report import TERMINAL_STATUSES, Mode, Report, Status
+from grader.report import (
+    INVALID_REPORT,
+    TERMINAL_STATUSES,
+    ErrorClass,
+    Mode,
+    Report,
+    Status,
+    error_class,
+)
 from server.audit import service as audit
 from server.errors import (
     BadRequest,
@@ -442,6 +450,11 @@ def phases(submission: Submission, report: Report | None) -> dict[str, float]:
     return found
 
 
+def error_class_of(submission: Submission) -> ErrorClass | None:
+    """The submission's error class (grader.report.error_class) from its recorded verdict."""
+    return error_class(submission.status, submission.message, list(submission.flags or []))
+
+
 def queue_of(session: Session, submission_id: int) -> str | None:
     """The device queue a submission is graded on."""
     submission = session.get(Submission, submission_id)
@@ -495,6 +508,6 @@ def record_invalid_report(session: Session, submission_id: int, why: str, worker
         mode=Mode(submission.mode),
         device="",
         message=why,
-        flags=["invalid_report"],
+        flags=[INVALID_REPORT],
     )
     return record_report(session, submission_id, report, worker)
