@@ -77,11 +77,15 @@ def create_submission(
     mode: str,
     gpu: str | None,
     idempotency_key: str | None = None,
+    batch_id: int | None = None,
+    batch_key: str | None = None,
 ) -> tuple[Submission, bool]:
     """Accept a submission and ask for its grading, in the caller's transaction; returns it
     and whether it was made earlier. With an ``idempotency_key``, a request this user
     already made under that key returns the submission it made instead of a new one (a
-    client's retry after a timeout or a 5xx)."""
+    client's retry after a timeout or a 5xx). An item of a batch (``batch_id``, with the
+    client's ``batch_key``) is held by the batch's cap on items in flight, not by the
+    submission rate limit."""
     request_sha256 = request_digest(problem_name, code, mode, gpu)
     if idempotency_key is not None:
         # Held until the commit: a retry racing the first request waits for it.
@@ -112,7 +116,8 @@ def create_submission(
         )
     gpu_type = problems.choose_gpu_type(problem, settings, gpu)
     validate_code(code, settings)
-    check_rate_limit(session, settings, user, problem)
+    if batch_id is None:
+        check_rate_limit(session, settings, user, problem)
     submission = Submission(
         user_id=user.id,
         problem_id=problem.id,
@@ -125,6 +130,8 @@ def create_submission(
         flags=[],
         idempotency_key=idempotency_key,
         request_sha256=request_sha256,
+        batch_id=batch_id,
+        batch_key=batch_key,
     )
     session.add(submission)
     session.flush()
