@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from server.batches import service
-from server.batches.schemas import BatchAccepted, BatchCreate, BatchOut
+from server.batches.schemas import BatchAccepted, BatchCreate, BatchOut, BatchStatus
 from server.db import session_scope
 from server.deps import RowId, SettingsDep, TokenCredentials, as_token_user
 from server.errors import (
@@ -84,7 +84,7 @@ async def read_batch(
         return service.batch_out(session, service.get_batch_for(session, batch_id, user))
 
     found = await as_token_user(credentials, read)
-    if wait <= 0 or found.status == "done":
+    if wait <= 0 or found.status == BatchStatus.DONE:
         return found
     deadline = time.monotonic() + wait
     looks = iter(LOOK_EVERY_S)

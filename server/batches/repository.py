@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, load_only
 
 from grader.report import Status
 from server.models import Batch, Submission
@@ -24,9 +24,26 @@ def get_by_idempotency_key(session: Session, user_id: int, key: str) -> Batch | 
 
 
 def items(session: Session, batch_id: int) -> Sequence[Submission]:
-    """A batch's submissions in the order they were sent."""
+    """A batch's submissions in the order they were sent, with the columns a batch's body
+    reads (not their code or report: a batch may have a thousand)."""
     return session.scalars(
-        select(Submission).where(Submission.batch_id == batch_id).order_by(Submission.id)
+        select(Submission)
+        .options(
+            load_only(
+                Submission.id,
+                Submission.batch_key,
+                Submission.status,
+                Submission.score,
+                Submission.message,
+                Submission.flags,
+                Submission.mode,
+                Submission.problem_id,
+                Submission.problem_version,
+                Submission.gpu_type,
+            )
+        )
+        .where(Submission.batch_id == batch_id)
+        .order_by(Submission.id)
     ).all()
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -19,6 +18,11 @@ class Tier(StrEnum):
     QUICK = "quick"
     STANDARD = "standard"
     THOROUGH = "thorough"
+
+
+class BatchStatus(StrEnum):
+    RUNNING = "running"  # some item is queued or running
+    DONE = "done"  # every item has its verdict
 
 
 class BatchItemIn(BaseModel):
@@ -78,7 +82,7 @@ class BatchItemOut(BaseModel):
 
 class BatchOut(BaseModel):
     id: int
-    status: Literal["running", "done"] = Field(description="done once every item has a verdict")
+    status: BatchStatus = Field(description="done once every item has its verdict")
     tier: Tier
     created_at: datetime
     counts: dict[str, int] = Field(description="items by status, every status named")

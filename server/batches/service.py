@@ -17,6 +17,7 @@ from server.batches.schemas import (
     BatchItemAccepted,
     BatchItemOut,
     BatchOut,
+    BatchStatus,
     Tier,
 )
 from server.errors import BadRequest, KernelJudgeError, NotFound, TooManyRequests
@@ -178,7 +179,7 @@ def batch_out(session: Session, batch: Batch) -> BatchOut:
 
     return BatchOut(
         id=batch.id,
-        status="done" if is_done(by_status) else "running",
+        status=BatchStatus.DONE if is_done(by_status) else BatchStatus.RUNNING,
         tier=Tier(batch.tier),
         created_at=batch.created_at,
         counts=by_status,

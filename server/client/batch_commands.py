@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from grader.report import Status
 from server.client import config, show
 from server.client.batches import grade_many
 from server.client.commands import JsonOption, print_json, talks_to_server
@@ -84,5 +85,5 @@ def submit(
         print_json({"items": results, "counts": counts})
     else:
         out.print(Text(", ".join(f"{n} {status}" for status, n in sorted(counts.items()))))
-    if any(item["status"] != "passed" for item in results):
+    if any(item["status"] != Status.PASSED for item in results):
         raise typer.Exit(ExitCode.FAILED)

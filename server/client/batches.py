@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from grader.report import TERMINAL_STATUSES
 from server.client.api import CONNECT_TIMEOUT_S, user_agent
 from server.client.config import Login
 from server.client.errors import ClientError, from_response, from_transport
@@ -25,7 +26,6 @@ WAIT_S = 30.0
 # A wait the server asked for with no Retry-After, and the longest wait taken.
 DEFAULT_RETRY_S = 5
 LONGEST_RETRY_S = 120
-TERMINAL = frozenset({"passed", "failed", "error", "timeout", "rejected"})
 
 
 class _Later(Exception):
@@ -101,7 +101,7 @@ async def grade_many(
                     body = task.result()
                     waiting = unfinished[batch_id]
                     for item in body["items"]:
-                        if item["key"] in waiting and item["status"] in TERMINAL:
+                        if item["key"] in waiting and item["status"] in TERMINAL_STATUSES:
                             waiting.discard(item["key"])
                             yield {**item, "batch_id": batch_id}
                     if not waiting:
