@@ -153,7 +153,7 @@ async def test_over_the_tokens_cap_of_items_in_flight_is_429_with_retry_after(
         ({"items": items(1), "tier": "fastest"}, "tier"),
         ({"items": items(1), "callback_url": "https://example.com/hook"}, "callbacks are not"),
         ({"items": [{**items(1)[0], "problem": "no-such-problem"}]}, "items[0] ('k0')"),
-        ({"items": [{**items(1)[0], "code": "  "}]}, "the code is empty"),
+        ({"items": [{**items(1)[0], "code": "  "}]}, "items[0] ('k0'): the code is empty"),
     ],
 )
 async def test_bad_batches_are_422_with_a_message(
