@@ -31,6 +31,8 @@ from grader.plausibility import label as _label
 from grader.problem import Problem
 from grader.report import (
     PROFILE_FILE,
+    RUNNER_CLOCK_FINDING,
+    SCREENING_FLAG,
     SHORT_CALL_S,
     CaseKind,
     CaseResult,
@@ -318,7 +320,7 @@ class _Grading:
     def screen(self) -> bool:
         """Static screening; False (and the report says why) if the code is rejected."""
         found = screen_source(self.code)
-        self.report.flags += [f"screening: {flag}" for flag in found.flags]
+        self.report.flags += [SCREENING_FLAG + flag for flag in found.flags]
         if not found.rejections:
             return True
         self.report.status = Status.REJECTED
@@ -655,7 +657,7 @@ class _Grading:
             else "back-to-back calls on fresh inputs"
         )
         self.report.flags.append(
-            f"case {_label(setup.case)}: the runner's own median of {median * 1e6:.3f} µs is "
+            f"case {_label(setup.case)}: {RUNNER_CLOCK_FINDING}{median * 1e6:.3f} µs is "
             f"under what the grader's clock allows ({floor_s * 1e6:.3f} µs a call, from "
             f"{measured.fastest_s * 1e6:.3f} µs over {measured.calls_per_batch} {how}); "
             f"ranked at {ranked_at}"

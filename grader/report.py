@@ -10,6 +10,8 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from enum import StrEnum
 from typing import Any, Literal
 
+from grader.screen import REASON_CODES
+
 
 class Status(StrEnum):
     """A submission's status: queued and running while in the service, then its verdict."""
@@ -52,6 +54,88 @@ PROFILE_FILE = "profile.ncu-rep"
 TERMINAL_STATUSES = frozenset(
     {Status.PASSED, Status.FAILED, Status.ERROR, Status.TIMEOUT, Status.REJECTED}
 )
+
+
+class ErrorClass(StrEnum):
+    """Why a verdict is not a pass, in the classes a program (a trainer's reward) maps:
+    `error_class` below is the one rule that derives it from a report."""
+
+    COMPILE = "compile"  # submission.py did not load: a syntax error, a failed build
+    RUNTIME = "runtime"  # it loaded, then crashed, returned no tensor or ran out of memory
+    WRONG = "wrong"  # an output did not match the reference
+    TIMEOUT = "timeout"
+    REJECTED = "rejected"  # screening or a plausibility check caught forbidden behaviour
+    INFRASTRUCTURE = "infrastructure"  # never the candidate's fault: grading it again may pass
+
+
+# The start of an error message for a submission that did not load (grader/session.py).
+LOAD_FAILED = "submission.py failed to load"
+# Flags the service or a worker sets on a verdict it had to make without a grading.
+GRADER_FAILURE = "grader_failure"
+INVALID_REPORT = "invalid_report"
+# Error messages that start so are about the problem or the worker, never the submission
+# (grader/expected.py, grader/requirements.py's shortfall, server/submissions/reports.py).
+# Only a message's start is read: what a submission prints comes after a fixed start.
+NOT_THE_CANDIDATES = (
+    "the problem's ",
+    "the problem has no ",
+    "this problem ",
+    "this worker ",
+    "needs a GPU of compute capability",
+    "the grader failed on this worker",
+    "this submission's stored report could not be read",
+)
+
+
+def error_class(status: Status | str, message: str, flags: list[str]) -> ErrorClass | None:
+    """A verdict's error class: None while queued or running and for a pass; `error` splits
+    into infrastructure (a flag or a message start above says the harness, the problem or
+    the worker failed), compile (submission.py did not load) and runtime (the rest)."""
+    match Status(status):
+        case Status.FAILED:
+            return ErrorClass.WRONG
+        case Status.TIMEOUT:
+            return ErrorClass.TIMEOUT
+        case Status.REJECTED:
+            return ErrorClass.REJECTED
+        case Status.ERROR:
+            if GRADER_FAILURE in flags or INVALID_REPORT in flags:
+                return ErrorClass.INFRASTRUCTURE
+            if message.startswith(NOT_THE_CANDIDATES):
+                return ErrorClass.INFRASTRUCTURE
+            if message.startswith(LOAD_FAILED):
+                return ErrorClass.COMPILE
+            return ErrorClass.RUNTIME
+    return None
+
+
+# The finding of a flag the harness sets when a runner's own clock claims less than the
+# grader's clock allows (grader/harness.py); its text reads "case ...: " then this.
+RUNNER_CLOCK_FINDING = "the runner's own median of "
+SCREENING_FLAG = "screening: "
+
+
+def flag_code(flag: str) -> str:
+    """A flag's stable code, for programs: `screening.<reason>` for a screening finding
+    (grader/screen.py's REASON_CODES), `timing.runner_clock` for a runner's clock under
+    the grader's, the service's own flags as they are, and `other` for any other text.
+    Read from the fixed parts of the text only (a finding's reason is its last part)."""
+    if flag in (GRADER_FAILURE, INVALID_REPORT):
+        return flag
+    if flag.startswith(SCREENING_FLAG):
+        for reason, code in REASON_CODES.items():
+            if flag.endswith(": " + reason):
+                return f"screening.{code}"
+        return "screening.other"
+    if flag.startswith("case ") and RUNNER_CLOCK_FINDING in flag:
+        return "timing.runner_clock"
+    return "other"
+
+
+def flag_codes(flags: list[str]) -> list[str]:
+    """Each flag's code (flag_code), in the flags' order."""
+    return [flag_code(flag) for flag in flags]
+
 
 # A field that the report's JSON leaves out while it is None: a figure only some gradings
 # make (a window's cost on a GPU's windows, a floor where peaks were measured), absent from
@@ -331,6 +415,10 @@ class Report:
             if case.time is not None and case.time.sm_clock_mhz is not None
         ]
         return (min(clocks), max(clocks)) if clocks else None
+
+    @property
+    def error_class(self) -> ErrorClass | None:
+        return error_class(self.status, self.message, self.flags)
 
     @property
     def failed_cases(self) -> int:

@@ -44,6 +44,39 @@ GPU_SETTINGS = "GPU management calls can change clocks and other settings"
 INCLUDE_FLAGS = "compiler flags can pull host files into the build"
 MACRO_INCLUDE = "a header named by a macro cannot be checked here"
 
+# Each reason's stable code, for programs that read a report's flags (grader/verdicts.py):
+# a flag's text may be reworded, its code is not.
+REASON_CODES = {
+    INTROSPECTION: "introspection",
+    PATCHING: "patching",
+    HARNESS: "harness",
+    SIGNALS: "signals",
+    TRACING: "tracing",
+    PROC: "proc",
+    NETWORK: "network",
+    PROCESSES: "processes",
+    HOST_FILES: "host_files",
+    OVERRIDE: "override",
+    STREAMS: "streams",
+    THREADS: "threads",
+    NATIVE: "native",
+    DYNAMIC: "dynamic_code",
+    IDENTITY: "identity_cache",
+    RESULT_CACHE: "result_cache",
+    PRECISION: "precision",
+    FILES: "files",
+    ENVIRON: "environ",
+    OUT_OF_BAND: "out_of_band",
+    EXITING: "exiting",
+    MEMORY: "memory_limit",
+    COMPUTED_NAME: "computed_name",
+    INTERCEPT: "intercept",
+    REACH: "reach",
+    GPU_SETTINGS: "gpu_settings",
+    INCLUDE_FLAGS: "include_flags",
+    MACRO_INCLUDE: "macro_include",
+}
+
 # Modules whose attributes a submission may not assign; config namespaces are exempt.
 PATCH_ROOTS = frozenset(
     {"torch", "triton", "time", "builtins", "os", "sys", "io", "gc", "math", "statistics",

@@ -33,7 +33,7 @@ from grader.protocol import (
     send_fd,
     send_message,
 )
-from grader.report import PhaseClock, Status, Stop, tail
+from grader.report import LOAD_FAILED, PhaseClock, Status, Stop, tail
 from grader.shared import SharedMemoryError, Slab
 from grader.staging import Layout, Sets
 
@@ -320,7 +320,7 @@ class RunnerSession:
         if not reply["ok"]:
             error = str(reply.get("error", "unknown error"))
             if reply.get("phase") == "import":
-                raise Stop(Status.ERROR, "submission.py failed to load:\n" + tail(error))
+                raise Stop(Status.ERROR, LOAD_FAILED + ":\n" + tail(error))
             raise Stop(Status.ERROR, "custom_kernel raised:\n" + tail(error))
         return reply
 

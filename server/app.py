@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from server import anonymous
 from server.audit.endpoints import router as audit_router
+from server.batches.endpoints import router as batches_router
 from server.competitions.endpoints import router as competitions_router
 from server.competitions.judging_endpoints import router as judging_router
 from server.errors import BadRequest, ErrorBody, KernelJudgeError, NotAuthenticated, Unavailable
@@ -175,6 +176,7 @@ def create_app() -> FastAPI:
     app.include_router(problems_router)
     app.include_router(exports_router)
     app.include_router(submissions_router)
+    app.include_router(batches_router)
     app.include_router(leaderboards_router)
     app.include_router(competitions_router)
     app.include_router(judging_router)

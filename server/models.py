@@ -241,6 +241,8 @@ class Submission(Base):
         Index("ix_submissions_started", "gpu_type", "started_at"),
         # A client's retry with the same Idempotency-Key finds the submission it made.
         UniqueConstraint("user_id", "idempotency_key"),
+        # A batch's items by the client's own keys (server/batches/).
+        Index("uq_submissions_batch_id_batch_key", "batch_id", "batch_key", unique=True),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -274,9 +276,34 @@ class Submission(Base):
     # A competition's final judging this run belongs to (a Judging's id): graded as any
     # leaderboard run, but kept off every board, user page and competition count.
     judging_id: Mapped[int | None] = mapped_column(Integer, default=None, index=True)
+    # The batch it is an item of (a Batch's id) and its key there; null for one sent alone.
+    batch_id: Mapped[int | None] = mapped_column(Integer, default=None, index=True)
+    batch_key: Mapped[str | None] = mapped_column(NulFreeString(200), default=None)
 
     user: Mapped[User] = relationship()
     problem: Mapped[Problem] = relationship()
+
+
+class Batch(Base):
+    """Submissions sent together by one token (a trainer's candidates): each item is an
+    ordinary submission with the batch's id and the client's key for it."""
+
+    __tablename__ = "batches"
+    __table_args__ = (
+        # A client's retry with the same Idempotency-Key finds the batch it made.
+        UniqueConstraint("user_id", "idempotency_key"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # The token that sent it: the cap on items in flight is per token.
+    token_id: Mapped[int | None] = mapped_column(
+        ForeignKey("api_tokens.id", ondelete="SET NULL"), default=None, index=True
+    )
+    tier: Mapped[str] = mapped_column(NulFreeString(16))
+    idempotency_key: Mapped[str | None] = mapped_column(NulFreeString(200), default=None)
+    request_sha256: Mapped[str] = mapped_column(NulFreeString(64))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class SubmissionVerdict(Base):

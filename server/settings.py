@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     max_code_bytes: int = 1_000_000
     max_request_bytes: int = 60_000_000
     max_archive_bytes: int = 20_000_000
+    # A batch's items at most, and a token's batch items queued or running at most (a batch
+    # that would go over the second is answered 429 with Retry-After).
+    max_batch_items: int = Field(default=1000, ge=1)
+    batch_max_in_flight: int = Field(default=2000, ge=1)
     # The largest file the service keeps beside a grading's report (profile mode's Nsight
     # Compute report), as a worker host sends it: larger ones are refused.
     max_profile_file_bytes: int = Field(default=32 << 20, gt=0)

@@ -411,5 +411,8 @@ COMMANDS: tuple[Callable[..., None], ...] = (
 
 
 def register(app: typer.Typer) -> None:
+    from server.client.batch_commands import batch_app
+
     for command in COMMANDS:
         app.command(rich_help_panel=PANEL)(command)
+    app.add_typer(batch_app, name="batch", rich_help_panel=PANEL)

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from grader.report import flag_codes
 from server import downloads, turns
 from server.deps import (
     CurrentUser,
@@ -285,6 +286,8 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         score=submission.score,
         message=shown.message,
         flags=shown.flags,
+        error_class=service.error_class_of(submission),
+        flag_codes=flag_codes(shown.flags),
         hidden=submission.is_hidden,
         hacked=submission.is_hacked,
         hidden_reason=reasons.hidden,

@@ -18,6 +18,7 @@ from grader.report import (
     TERMINAL_STATUSES,
     CaseResult,
     DevicePeaks,
+    ErrorClass,
     Mode,
     Report,
     ReportFile,
@@ -121,6 +122,16 @@ class SubmissionOut(SubmissionSummary):
     user: str
     message: str
     flags: list[str]
+    error_class: ErrorClass | None = Field(
+        default=None,
+        description="why it did not pass, for programs (a trainer's reward): compile, runtime, "
+        "wrong, timeout, rejected or infrastructure (never the submission's fault: grading "
+        "it again may pass); null while queued or running and when it passed",
+    )
+    flag_codes: list[str] = Field(
+        default_factory=list,
+        description="each of `flags`' stable code, in the same order (docs/trainers.md)",
+    )
     hidden: bool = Field(description="an organizer hid it: it is off the leaderboard")
     hacked: bool = Field(description="an organizer marked it as hacked: it is off the leaderboard")
     hidden_reason: str | None = Field(

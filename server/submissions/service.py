@@ -12,7 +12,15 @@ from datetime import timedelta
 
 from sqlalchemy.orm import Session
 
-from grader.report import TERMINAL_STATUSES, Mode, Report, Status
+from grader.report import (
+    INVALID_REPORT,
+    TERMINAL_STATUSES,
+    ErrorClass,
+    Mode,
+    Report,
+    Status,
+    error_class,
+)
 from server.audit import service as audit
 from server.errors import (
     BadRequest,
@@ -69,11 +77,15 @@ def create_submission(
     mode: str,
     gpu: str | None,
     idempotency_key: str | None = None,
+    batch_id: int | None = None,
+    batch_key: str | None = None,
 ) -> tuple[Submission, bool]:
     """Accept a submission and ask for its grading, in the caller's transaction; returns it
     and whether it was made earlier. With an ``idempotency_key``, a request this user
     already made under that key returns the submission it made instead of a new one (a
-    client's retry after a timeout or a 5xx)."""
+    client's retry after a timeout or a 5xx). An item of a batch (``batch_id``, with the
+    client's ``batch_key``) is held by the batch's cap on items in flight, not by the
+    submission rate limit."""
     request_sha256 = request_digest(problem_name, code, mode, gpu)
     if idempotency_key is not None:
         # Held until the commit: a retry racing the first request waits for it.
@@ -104,7 +116,8 @@ def create_submission(
         )
     gpu_type = problems.choose_gpu_type(problem, settings, gpu)
     validate_code(code, settings)
-    check_rate_limit(session, settings, user, problem)
+    if batch_id is None:
+        check_rate_limit(session, settings, user, problem)
     submission = Submission(
         user_id=user.id,
         problem_id=problem.id,
@@ -117,6 +130,8 @@ def create_submission(
         flags=[],
         idempotency_key=idempotency_key,
         request_sha256=request_sha256,
+        batch_id=batch_id,
+        batch_key=batch_key,
     )
     session.add(submission)
     session.flush()
@@ -442,6 +457,11 @@ def phases(submission: Submission, report: Report | None) -> dict[str, float]:
     return found
 
 
+def error_class_of(submission: Submission) -> ErrorClass | None:
+    """The submission's error class (grader.report.error_class) from its recorded verdict."""
+    return error_class(submission.status, submission.message, list(submission.flags or []))
+
+
 def queue_of(session: Session, submission_id: int) -> str | None:
     """The device queue a submission is graded on."""
     submission = session.get(Submission, submission_id)
@@ -495,6 +515,6 @@ def record_invalid_report(session: Session, submission_id: int, why: str, worker
         mode=Mode(submission.mode),
         device="",
         message=why,
-        flags=["invalid_report"],
+        flags=[INVALID_REPORT],
     )
     return record_report(session, submission_id, report, worker)

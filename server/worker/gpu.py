@@ -26,7 +26,14 @@ from grader.harness import Standby
 from grader.harness import grade as grade_submission
 from grader.hygiene import wait_until_clean
 from grader.problem import problem_from_files
-from grader.report import Mode, Report, Status, ValidationReport, ValidationStatus
+from grader.report import (
+    GRADER_FAILURE,
+    Mode,
+    Report,
+    Status,
+    ValidationReport,
+    ValidationStatus,
+)
 from grader.validate import validate
 from server.outbox import task_names
 from server.outbox.app import RESULTS_QUEUE, celery_app
@@ -123,7 +130,7 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
             device=context.current().device,
             message=f"the grader failed on this worker ({type(exc).__name__}); "
             "an organizer has been told through the worker's log",
-            flags=["grader_failure"],
+            flags=[GRADER_FAILURE],
         ).to_dict()
 
     def started() -> None:

@@ -1,0 +1,1 @@
+"""Batches: many submissions sent together by one token, read back together."""

@@ -1,0 +1,89 @@
+"""Request and response bodies of the batches API."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from grader.report import ErrorClass, Mode, Status
+from server.problems.schemas import SpeedupOut
+
+
+class Tier(StrEnum):
+    """How a batch is graded: quick grades test mode only (correctness on the public test
+    cases); standard grades each item in its own mode; thorough is graded as standard today."""
+
+    QUICK = "quick"
+    STANDARD = "standard"
+    THOROUGH = "thorough"
+
+
+class BatchStatus(StrEnum):
+    RUNNING = "running"  # some item is queued or running
+    DONE = "done"  # every item has its verdict
+
+
+class BatchItemIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(
+        min_length=1, max_length=200, description="the client's name for it, unique in the batch"
+    )
+    problem: str = Field(min_length=1, max_length=100, examples=["vectoradd"])
+    code: str = Field(description="a Python file defining custom_kernel")
+    mode: Mode = Mode.TEST
+    gpu: str | None = Field(default=None, max_length=32)
+
+
+class BatchCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    items: list[BatchItemIn] = Field(min_length=1)
+    tier: Tier = Tier.STANDARD
+    callback_url: None = Field(
+        default=None,
+        description="reserved: callbacks are not sent yet, so only null is accepted "
+        "(follow a batch with GET and ?wait=)",
+    )
+
+    @field_validator("callback_url", mode="before")
+    @classmethod
+    def _no_callbacks_yet(cls, value: object) -> None:
+        if value is not None:
+            raise ValueError(
+                "callbacks are not sent yet: leave callback_url null and follow the batch "
+                "with GET /api/v1/batches/{id}?wait=SECONDS"
+            )
+        return None
+
+
+class BatchItemAccepted(BaseModel):
+    key: str
+    submission_id: int
+
+
+class BatchAccepted(BaseModel):
+    id: int
+    items: list[BatchItemAccepted]
+
+
+class BatchItemOut(BaseModel):
+    key: str
+    submission_id: int
+    status: Status
+    score: float | None = Field(description="seconds, as a submission's score")
+    speedup: SpeedupOut
+    error_class: ErrorClass | None
+    flags: list[str]
+    flag_codes: list[str]
+
+
+class BatchOut(BaseModel):
+    id: int
+    status: BatchStatus = Field(description="done once every item has its verdict")
+    tier: Tier
+    created_at: datetime
+    counts: dict[str, int] = Field(description="items by status, every status named")
+    items: list[BatchItemOut] = Field(description="in the order they were sent")
