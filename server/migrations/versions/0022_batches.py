@@ -2,7 +2,7 @@
 with `submissions.batch_id` and the client's `batch_key` for it.
 
 Revision ID: 0022
-Revises: 0020
+Revises: 0021
 Create Date: 2026-12-07 04:00:00
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0022"
-down_revision: str | None = "0020"
+down_revision: str | None = "0021"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

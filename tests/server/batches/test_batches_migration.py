@@ -15,7 +15,7 @@ from tests.server.competitions.conftest import url as url
 
 def test_batches_come_and_go_with_their_revision(url: str) -> None:
     config = alembic_config(url)
-    command.upgrade(config, "0020")
+    command.upgrade(config, "0021")
     engine = create_engine(url)
     try:
         with Session(engine) as db:
@@ -54,7 +54,7 @@ def test_batches_come_and_go_with_their_revision(url: str) -> None:
                 db.rollback()
             else:
                 raise AssertionError("a second item with the same key was accepted")
-        command.downgrade(config, "0020")
+        command.downgrade(config, "0021")
         with engine.connect() as connection:
             assert "batches" not in inspect(connection).get_table_names()
             columns = {c["name"] for c in inspect(connection).get_columns("submissions")}
