@@ -5,34 +5,18 @@ away and leaves the submissions."""
 from __future__ import annotations
 
 from alembic import command
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import inspect, text
 from sqlalchemy.orm import Session
 
-from server.db import alembic_config
-from server.models import Batch, Problem, Submission, User
+from server.models import Batch, Submission
 from tests.server.competitions.conftest import url as url
+from tests.server.migrating import add_ada_and_vectoradd, at_revision, insert_passed_submission
 
 
 def test_batches_come_and_go_with_their_revision(url: str) -> None:
-    config = alembic_config(url)
-    command.upgrade(config, "0021")
-    engine = create_engine(url)
-    try:
-        with Session(engine) as db:
-            problem = Problem(name="vectoradd", files={}, files_sha256="0" * 64, secret_seed=1)
-            db.add_all([User(name="ada"), problem])
-            db.commit()
-        with engine.begin() as connection:
-            connection.execute(
-                text(
-                    "INSERT INTO submissions (user_id, problem_id, problem_version, code, "
-                    "code_sha256, mode, gpu_type, status, score, message, flags, is_hidden, "
-                    "is_hacked, short_calls, created_at) VALUES (1, 1, 1, 'x', :sha, "
-                    "'test', 'cpu', 'passed', NULL, '', '[]', :no, :no, :no, "
-                    "CURRENT_TIMESTAMP)"
-                ),
-                {"sha": "0" * 64, "no": False},
-            )
+    with at_revision(url, "0021") as (config, engine):
+        add_ada_and_vectoradd(engine)
+        insert_passed_submission(engine, mode="test", gpu="cpu", score=None)
         command.upgrade(config, "0022")
         with Session(engine) as db:
             kept = db.get(Submission, 1)
@@ -61,5 +45,3 @@ def test_batches_come_and_go_with_their_revision(url: str) -> None:
             assert "batch_id" not in columns
             assert connection.execute(text("SELECT count(*) FROM submissions")).scalar() == 1
         command.upgrade(config, "0022")
-    finally:
-        engine.dispose()

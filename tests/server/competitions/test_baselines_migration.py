@@ -5,33 +5,17 @@ speedup is null); a downgrade takes it away and leaves the rest."""
 from __future__ import annotations
 
 from alembic import command
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import inspect, text
 from sqlalchemy.orm import Session
 
-from server.db import alembic_config
-from server.models import Baseline, Problem, Submission, User
+from server.models import Baseline, Submission
+from tests.server.migrating import add_ada_and_vectoradd, at_revision, insert_passed_submission
 
 
 def test_the_baselines_table_comes_and_goes_with_its_revision(url: str) -> None:
-    config = alembic_config(url)
-    command.upgrade(config, "0018")
-    engine = create_engine(url)
-    try:
-        with Session(engine) as db:
-            problem = Problem(name="vectoradd", files={}, files_sha256="0" * 64, secret_seed=1)
-            db.add_all([User(name="ada"), problem])
-            db.commit()
-        with engine.begin() as connection:
-            connection.execute(
-                text(
-                    "INSERT INTO submissions (user_id, problem_id, problem_version, code, "
-                    "code_sha256, mode, gpu_type, status, score, message, flags, is_hidden, "
-                    "is_hacked, short_calls, created_at) VALUES (1, 1, 1, 'x', :sha, "
-                    "'leaderboard', 'h200', 'passed', 0.001, '', '[]', :no, :no, :no, "
-                    "CURRENT_TIMESTAMP)"
-                ),
-                {"sha": "0" * 64, "no": False},
-            )
+    with at_revision(url, "0018") as (config, engine):
+        add_ada_and_vectoradd(engine)
+        insert_passed_submission(engine, mode="leaderboard", gpu="h200", score=0.001)
         command.upgrade(config, "head")
         with Session(engine) as db:
             assert db.query(Baseline).count() == 0
@@ -56,5 +40,3 @@ def test_the_baselines_table_comes_and_goes_with_its_revision(url: str) -> None:
             assert "baselines" not in inspect(connection).get_table_names()
             assert connection.execute(text("SELECT count(*) FROM submissions")).scalar() == 1
         command.upgrade(config, "head")
-    finally:
-        engine.dispose()

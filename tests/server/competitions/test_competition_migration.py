@@ -8,24 +8,21 @@ from datetime import timedelta
 
 import pytest
 from alembic import command
-from sqlalchemy import create_engine, inspect, select
+from sqlalchemy import inspect, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from server.db import alembic_config
 from server.models import Competition, CompetitionProblem, Problem, Team, TeamMember, User, utcnow
+from tests.server.migrating import at_revision, vectoradd
 
 TABLES = {"competitions", "competition_problems", "teams", "team_members"}
 
 
 def test_the_competition_tables_come_and_go_with_their_revision(url: str) -> None:
-    config = alembic_config(url)
-    command.upgrade(config, "0016")
-    engine = create_engine(url)
-    try:
+    with at_revision(url, "0016") as (config, engine):
         with Session(engine) as db:
             db.add_all([User(name="ada"), User(name="bob")])
-            db.add(Problem(name="vectoradd", files={}, files_sha256="0" * 64, secret_seed=1))
+            db.add(vectoradd())
             db.commit()
         command.upgrade(config, "head")
         with engine.connect() as connection:
@@ -67,5 +64,3 @@ def test_the_competition_tables_come_and_go_with_their_revision(url: str) -> Non
         with Session(engine) as db:
             assert db.scalars(select(User.name).order_by(User.name)).all() == ["ada", "bob"]
         command.upgrade(config, "head")
-    finally:
-        engine.dispose()

@@ -4,42 +4,29 @@ there); a downgrade takes them away and leaves the rest."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from alembic import command
-from sqlalchemy import MetaData, Table, create_engine, inspect, text
+from sqlalchemy import MetaData, Table, inspect, text
 from sqlalchemy.orm import Session
 
-from server.db import alembic_config
 from server.models import (
-    Competition,
-    CompetitionProblem,
     Judging,
     JudgingRun,
-    Problem,
     Submission,
     Team,
     User,
     utcnow,
 )
+from tests.server.migrating import at_revision, sprint, vectoradd
 
 TABLES = {"judgings", "judging_runs"}
 
 
 def test_the_judging_tables_come_and_go_with_their_revision(url: str) -> None:
-    config = alembic_config(url)
-    command.upgrade(config, "0017")
-    engine = create_engine(url)
     now = utcnow()
-    try:
+    with at_revision(url, "0017") as (config, engine):
         with Session(engine) as db:
             ada = User(name="ada")
-            problem = Problem(name="vectoradd", files={}, files_sha256="0" * 64, secret_seed=1)
-            competition = Competition(
-                name="sprint", title="Sprint", gpu_type="cpu", opens_at=now,
-                closes_at=now + timedelta(days=1), scoring="rank_points", team_size=1,
-                final_runs=5, problems=[CompetitionProblem(problem=problem, position=0)],
-            )  # fmt: skip
+            competition = sprint(vectoradd(), now)
             db.add_all([ada, competition])
             db.flush()
             db.add(Team(competition_id=competition.id, name="ada", invite_code="a" * 22))
@@ -90,5 +77,3 @@ def test_the_judging_tables_come_and_go_with_their_revision(url: str) -> None:
             assert "judging_id" not in columns
             assert connection.execute(text("SELECT count(*) FROM submissions")).scalar() == 2
         command.upgrade(config, "head")
-    finally:
-        engine.dispose()

@@ -4,39 +4,26 @@ without a team) can be stored; a downgrade takes the rejudges away and keeps the
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from alembic import command
-from sqlalchemy import create_engine, inspect, text
+from sqlalchemy import inspect, text
 from sqlalchemy.orm import Session
 
-from server.db import alembic_config
 from server.models import (
-    Competition,
-    CompetitionProblem,
     Judging,
     JudgingRun,
-    Problem,
     Submission,
     User,
     utcnow,
 )
+from tests.server.migrating import at_revision, sprint, vectoradd
 
 
 def test_judgings_become_review_sets_of_either_kind(url: str) -> None:
-    config = alembic_config(url)
-    command.upgrade(config, "0020")
-    engine = create_engine(url)
     now = utcnow()
-    try:
+    with at_revision(url, "0020") as (config, engine):
         with Session(engine) as db:
             db.add(User(name="ada"))
-            problem = Problem(name="vectoradd", files={}, files_sha256="0" * 64, secret_seed=1)
-            competition = Competition(
-                name="sprint", title="Sprint", gpu_type="cpu", opens_at=now,
-                closes_at=now + timedelta(days=1), scoring="rank_points", team_size=1,
-                final_runs=5, problems=[CompetitionProblem(problem=problem, position=0)],
-            )  # fmt: skip
+            competition = sprint(vectoradd(), now)
             db.add(competition)
             db.commit()
         with engine.begin() as connection:
@@ -77,5 +64,3 @@ def test_judgings_become_review_sets_of_either_kind(url: str) -> None:
             assert kept == [1]
             assert connection.execute(text("SELECT count(*) FROM judging_runs")).scalar() == 0
         command.upgrade(config, "head")
-    finally:
-        engine.dispose()

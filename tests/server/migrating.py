@@ -1,0 +1,64 @@
+"""Set-up shared by the migration tests: a database held at one revision, and the rows an
+older revision's tables hold, written as those tables take them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.orm import Session
+
+from server.db import alembic_config
+from server.models import Competition, CompetitionProblem, Problem, User
+
+
+@contextmanager
+def at_revision(url: str, revision: str) -> Iterator[tuple[Config, Engine]]:
+    """The database at ``url`` upgraded to ``revision``, with an engine on it."""
+    config = alembic_config(url)
+    command.upgrade(config, revision)
+    engine = create_engine(url)
+    try:
+        yield config, engine
+    finally:
+        engine.dispose()
+
+
+def vectoradd() -> Problem:
+    return Problem(name="vectoradd", files={}, files_sha256="0" * 64, secret_seed=1)
+
+
+def sprint(problem: Problem, now: datetime) -> Competition:
+    """A one-problem competition open for a day, on the CPU, one member a team."""
+    return Competition(
+        name="sprint", title="Sprint", gpu_type="cpu", opens_at=now,
+        closes_at=now + timedelta(days=1), scoring="rank_points", team_size=1,
+        final_runs=5, problems=[CompetitionProblem(problem=problem, position=0)],
+    )  # fmt: skip
+
+
+def add_ada_and_vectoradd(engine: Engine) -> None:
+    """User 1 (ada) and problem 1 (vectoradd)."""
+    with Session(engine) as db:
+        db.add_all([User(name="ada"), vectoradd()])
+        db.commit()
+
+
+def insert_passed_submission(engine: Engine, *, mode: str, gpu: str, score: float | None) -> None:
+    """A passed submission of user 1 on problem 1, as the submissions table has held it
+    since revision 0016 (with ``short_calls``)."""
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO submissions (user_id, problem_id, problem_version, code, "
+                "code_sha256, mode, gpu_type, status, score, message, flags, is_hidden, "
+                "is_hacked, short_calls, created_at) VALUES (1, 1, 1, 'x', :sha, "
+                ":mode, :gpu, 'passed', :score, '', '[]', :no, :no, :no, "
+                "CURRENT_TIMESTAMP)"
+            ),
+            {"sha": "0" * 64, "no": False, "mode": mode, "gpu": gpu, "score": score},
+        )
