@@ -8,7 +8,13 @@ from fastapi import APIRouter, Query
 from server.deps import AdminUser, RowId, SessionDep
 from server.errors import BadRequest, Conflict, Forbidden, NotAuthenticated, NotFound, responses
 from server.submissions import service
-from server.submissions.endpoints import submission_out
+from server.submissions.endpoints import (
+    Before,
+    Limit,
+    next_before,
+    submission_out,
+    summary_fields,
+)
 from server.submissions.schemas import (
     AdminSubmissionList,
     AdminSubmissionSummary,
@@ -38,8 +44,8 @@ def list_submissions(
     mode: str | None = Query(
         default=None, max_length=16, description="test, benchmark, leaderboard or profile"
     ),
-    before: int | None = Query(default=None, ge=1, le=2**31 - 1, description="older than this id"),
-    limit: int = Query(default=50, ge=1, le=200),
+    before: Before = None,
+    limit: Limit = 50,
 ) -> AdminSubmissionList:
     found = service.list_recent(
         session,
@@ -50,22 +56,15 @@ def list_submissions(
     return AdminSubmissionList(
         submissions=[
             AdminSubmissionSummary(
-                id=s.id,
-                problem=s.problem.name,
+                **summary_fields(s),
                 user=s.user.name,
-                mode=s.mode,
-                gpu=s.gpu_type,
-                status=s.status,
-                score=s.score,
                 hidden=s.is_hidden,
                 hacked=s.is_hacked,
                 flags=list(s.flags),
-                created_at=s.created_at,
-                finished_at=s.finished_at,
             )
             for s in found
         ],
-        next_before=found[-1].id if len(found) == limit else None,
+        next_before=next_before(found, limit),
     )
 
 

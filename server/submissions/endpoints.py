@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
@@ -15,6 +15,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from grader.report import flag_codes
 from server import downloads, turns
 from server.deps import (
+    MAX_ROW_ID,
     CurrentUser,
     OptionalUser,
     RowId,
@@ -47,6 +48,10 @@ from server.submissions.schemas import (
     SubmissionOut,
     SubmissionSummary,
 )
+
+# Keyset pagination of submission lists, newest first.
+Before = Annotated[int | None, Query(ge=1, le=MAX_ROW_ID, description="older than this id")]
+Limit = Annotated[int, Query(ge=1, le=200)]
 
 router = APIRouter(prefix="/api/v1/submissions", tags=["submissions"])
 
@@ -214,26 +219,33 @@ def list_submissions(
     session: SessionDep,
     user: CurrentUser,
     problem: str | None = Query(default=None, max_length=100, description="one problem's only"),
-    before: int | None = Query(default=None, ge=1, le=2**31 - 1, description="older than this id"),
-    limit: int = Query(default=50, ge=1, le=200),
+    before: Before = None,
+    limit: Limit = 50,
 ) -> SubmissionList:
     found = service.list_own(session, user, problem_name=problem, before=before, limit=limit)
     return SubmissionList(
-        submissions=[
-            SubmissionSummary(
-                id=s.id,
-                problem=s.problem.name,
-                mode=s.mode,
-                gpu=s.gpu_type,
-                status=s.status,
-                score=s.score,
-                created_at=s.created_at,
-                finished_at=s.finished_at,
-            )
-            for s in found
-        ],
-        next_before=found[-1].id if len(found) == limit else None,
+        submissions=[SubmissionSummary(**summary_fields(s)) for s in found],
+        next_before=next_before(found, limit),
     )
+
+
+def summary_fields(submission: Submission) -> dict[str, Any]:
+    """The fields of `SubmissionSummary`, which every fuller view of a submission extends."""
+    return {
+        "id": submission.id,
+        "problem": submission.problem.name,
+        "mode": submission.mode,
+        "gpu": submission.gpu_type,
+        "status": submission.status,
+        "score": submission.score,
+        "created_at": submission.created_at,
+        "finished_at": submission.finished_at,
+    }
+
+
+def next_before(found: Sequence[Submission], limit: int) -> int | None:
+    """The `before` of the next page: the last id of a full page, none after a short one."""
+    return found[-1].id if len(found) == limit else None
 
 
 @router.get(
@@ -276,14 +288,9 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
     wait = service.queue_wait(session, submission)
     reasons = service.moderation_reasons(session, submission)
     return SubmissionOut(
-        id=submission.id,
-        problem=submission.problem.name,
+        **summary_fields(submission),
         problem_version=submission.problem_version,
         user=submission.user.name,
-        mode=submission.mode,
-        gpu=submission.gpu_type,
-        status=submission.status,
-        score=submission.score,
         message=shown.message,
         flags=shown.flags,
         error_class=service.error_class_of(submission),
@@ -308,9 +315,7 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         withheld=shown.withheld,
         code_sha256=submission.code_sha256,
         code=submission.code,
-        created_at=submission.created_at,
         started_at=submission.started_at,
-        finished_at=submission.finished_at,
     )
 
 
