@@ -34,7 +34,7 @@ from server.problems import repository as problem_repository
 from server.rejudges import repository
 from server.settings import Settings
 from server.submissions import repository as submission_repository
-from server.submissions.service import keep_verdict
+from server.submissions.service import keep_verdict, verdict_of
 from server.users import repository as user_repository
 
 FILTERS = ("problem", "version", "status", "user", "since", "until")
@@ -333,17 +333,9 @@ def apply(session: Session, rejudge_id: int, actor: User | None) -> Judging:
 
 def take_verdict(session: Session, original: Submission, run: Submission) -> None:
     keep_verdict(session, original)
-    original.problem_version = run.problem_version
-    original.status = run.status
-    original.score = run.score
-    original.sol_fraction = run.sol_fraction
+    for name, value in verdict_of(run).items():
+        setattr(original, name, value)
     original.short_calls = run.short_calls
-    original.message = run.message
-    original.flags = list(run.flags)
-    original.report = run.report
-    original.worker = run.worker
-    original.started_at = run.started_at
-    original.finished_at = run.finished_at
     # The old grading's profile goes with its report; the run's comes with its own.
     submission_repository.delete_files(session, original.id)
     submission_repository.move_files(session, run.id, original.id)

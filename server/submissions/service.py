@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -386,23 +387,34 @@ def moderation_reasons(session: Session, submission: Submission) -> ModerationRe
     )
 
 
+# A verdict: what grading sets on a submission, kept whole in its history when replaced.
+VERDICT_FIELDS = (
+    "problem_version",
+    "status",
+    "score",
+    "sol_fraction",
+    "message",
+    "flags",
+    "report",
+    "worker",
+    "started_at",
+    "finished_at",
+)
+
+
+def verdict_of(graded: Submission) -> dict[str, Any]:
+    """``graded``'s verdict by field, its flags a list of their own."""
+    verdict = {name: getattr(graded, name) for name in VERDICT_FIELDS}
+    verdict["flags"] = list(graded.flags)
+    return verdict
+
+
 def keep_verdict(session: Session, submission: Submission) -> None:
     """Keep the submission's verdict as it stands in its history, before a re-run resets it."""
     repository.add_verdict(
         session,
         SubmissionVerdict(
-            submission_id=submission.id,
-            problem_version=submission.problem_version,
-            status=submission.status,
-            score=submission.score,
-            sol_fraction=submission.sol_fraction,
-            message=submission.message,
-            flags=list(submission.flags),
-            report=submission.report,
-            worker=submission.worker,
-            started_at=submission.started_at,
-            finished_at=submission.finished_at,
-            replaced_at=utcnow(),
+            submission_id=submission.id, **verdict_of(submission), replaced_at=utcnow()
         ),
     )
 
