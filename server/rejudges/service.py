@@ -194,14 +194,7 @@ def start(
     session.flush()
     for original in repository.selected(session, conditions):
         queue_run(session, rejudge, original, version=original.problem.version)
-    audit.record(
-        session,
-        actor,
-        "rejudge.start",
-        target_type="rejudge",
-        target=str(rejudge.id),
-        details={"selection": given, "submissions": found},
-    )
+    audited(session, actor, rejudge, "rejudge.start", {"selection": given, "submissions": found})
     return rejudge, found
 
 
@@ -320,14 +313,7 @@ def apply(session: Session, rejudge_id: int, actor: User | None) -> Judging:
         take_verdict(session, original, change.run)
         applied += 1
     settle(session, rejudge, Stored.APPLIED, actor)
-    audit.record(
-        session,
-        actor,
-        "rejudge.apply",
-        target_type="rejudge",
-        target=str(rejudge.id),
-        details={"applied": applied, "skipped": skipped},
-    )
+    audited(session, actor, rejudge, "rejudge.apply", {"applied": applied, "skipped": skipped})
     return rejudge
 
 
@@ -349,5 +335,18 @@ def discard(session: Session, rejudge_id: int, actor: User | None) -> Judging:
     if rejudge.status != Stored.RUNNING:
         raise Conflict(f"rejudge {rejudge.id} is {rejudge.status} already")
     settle(session, rejudge, Stored.DISCARDED, actor)
-    audit.record(session, actor, "rejudge.discard", target_type="rejudge", target=str(rejudge.id))
+    audited(session, actor, rejudge, "rejudge.discard")
     return rejudge
+
+
+def audited(
+    session: Session,
+    actor: User | None,
+    rejudge: Judging,
+    action: str,
+    details: dict[str, Any] | None = None,
+) -> None:
+    """Record ``action`` on ``rejudge`` in the audit log."""
+    audit.record(
+        session, actor, action, target_type="rejudge", target=str(rejudge.id), details=details
+    )
