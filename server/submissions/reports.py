@@ -28,25 +28,20 @@ def parse(raw: object) -> Report:
 
 def stored(submission: Submission) -> Report | None:
     """A submission's recorded report, or None before it has one."""
-    if submission.report is None:
-        return None
-    return from_storage(
-        submission.report,
-        problem=submission.problem.name,
-        mode=Mode(submission.mode),
-        row_id=submission.id,
-    )
+    return stored_for(submission, submission.report)
 
 
 def stored_earlier(submission: Submission, earlier: SubmissionVerdict) -> Report | None:
     """The report of one of a submission's earlier verdicts, or None if it had none."""
-    if earlier.report is None:
+    return stored_for(submission, earlier.report)
+
+
+def stored_for(submission: Submission, raw: dict[str, Any] | None) -> Report | None:
+    """``raw``, a report stored for ``submission`` (now or in its history), read back."""
+    if raw is None:
         return None
     return from_storage(
-        earlier.report,
-        problem=submission.problem.name,
-        mode=Mode(submission.mode),
-        row_id=submission.id,
+        raw, problem=submission.problem.name, mode=Mode(submission.mode), row_id=submission.id
     )
 
 
