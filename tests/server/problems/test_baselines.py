@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import io
 from typing import Any
-from unittest.mock import patch
 
 import httpx
 import pytest
-import yaml
 from rich.console import Console
 from sqlalchemy import select
 from typer.testing import CliRunner
@@ -29,8 +27,8 @@ from server.submissions import reports
 from server.submissions import service as submissions
 from server.worker import gpu, recorders
 from tests.server.conftest import PASSED_REPORT, Account, add_submission
-from tests.server.problems.test_problem_lifecycle import ranked, record_round
-from tests.server.problems.test_problems_api import TASK, problem_zip, upload
+from tests.server.problems.test_problem_lifecycle import delivered_by, ranked, record_round
+from tests.server.problems.test_problems_api import TASK, upload, vectoradd_zip
 from tests.server.users.test_audit_log import audit_entries
 from tests.server.web.test_web_pages import new_problem
 
@@ -52,15 +50,11 @@ NO_COMPILER_REFERENCE = (
 
 def tiny_zip(folder: str) -> bytes:
     """vectoradd with one small test case and one small CPU benchmark case."""
-    spec = yaml.safe_load((TASK / "task.yml").read_text())
-    spec["tests"] = [{"size": 8, "seed": 1}]
-    spec["cpu_benchmarks"] = [{"size": 16, "seed": 2}]
-    return problem_zip(
+    return vectoradd_zip(
         folder,
-        extra={
-            f"pmpp/{folder}/task.yml": yaml.safe_dump(spec).encode(),
-            f"pmpp/{folder}/reference.py": NO_COMPILER_REFERENCE.encode(),
-        },
+        tests=[{"size": 8, "seed": 1}],
+        cpu_benchmarks=[{"size": 16, "seed": 2}],
+        reference=NO_COMPILER_REFERENCE,
     )
 
 
@@ -73,12 +67,7 @@ def time_waiting_baselines(name: str) -> None:
             select(Baseline).where(Baseline.problem_id == problem.id, Baseline.status == "queued")
         ).all()
         sent = [baselines.message(session, row.id, get_settings()) for row in rows]
-    delivered: list[dict[str, Any]] = []
-    with patch.object(gpu, "deliver", lambda task, result: delivered.append(result)):
-        for args in sent:
-            assert args is not None
-            gpu.time_problem_baselines(*args)
-    for result in delivered:
+    for result in delivered_by(gpu.time_problem_baselines, sent):
         recorders.record_baselines({**result, "worker": "test"})
 
 

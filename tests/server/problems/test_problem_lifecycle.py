@@ -7,8 +7,10 @@ function stands in for the worker's report."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
+from unittest.mock import patch
 
 import httpx
 import pytest
@@ -21,6 +23,7 @@ from server.problems import repository, validation
 from server.settings import get_settings
 from server.submissions import payloads
 from server.users.service import authenticate
+from server.worker import gpu
 from tests.server.conftest import Account
 from tests.server.problems.test_problems_api import problem_zip, upload
 from tests.server.rows import submission_row
@@ -50,6 +53,16 @@ def record_round(
             validation.record(session, row.id, validation.parse_report(report), "test-worker")
             for row in validation.current_round(session, problem)
         ]
+
+
+def delivered_by(task: Callable[..., None], sent: Sequence[Any]) -> list[dict[str, Any]]:
+    """What the worker's ``task`` delivers for each message ``sent``, in order."""
+    delivered: list[dict[str, Any]] = []
+    with patch.object(gpu, "deliver", lambda task, result: delivered.append(result)):
+        for args in sent:
+            assert args is not None
+            task(*args)
+    return delivered
 
 
 def ranked(token: str, problem_name: str, score: float) -> int:

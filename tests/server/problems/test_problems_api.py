@@ -8,6 +8,7 @@ import zipfile
 
 import httpx
 import pytest
+import yaml
 
 from grader.problem import BUILTIN_DIR
 from tests.server.conftest import Account
@@ -36,6 +37,26 @@ def problem_zip(
         **(extra or {}),
     }
     return zip_of(files)
+
+
+def vectoradd_zip(
+    folder: str,
+    *,
+    tests: list[dict[str, int]],
+    cpu_benchmarks: list[dict[str, int]],
+    reference: str,
+) -> bytes:
+    """vectoradd with these test and CPU benchmark cases and this reference."""
+    spec = yaml.safe_load((TASK / "task.yml").read_text())
+    spec["tests"] = tests
+    spec["cpu_benchmarks"] = cpu_benchmarks
+    return problem_zip(
+        folder,
+        extra={
+            f"pmpp/{folder}/task.yml": yaml.safe_dump(spec).encode(),
+            f"pmpp/{folder}/reference.py": reference.encode(),
+        },
+    )
 
 
 async def upload(

@@ -21,8 +21,8 @@ from server.submissions import payloads
 from server.submissions import repository as submissions
 from server.worker import gpu, recorders
 from tests.server.conftest import Account
-from tests.server.problems.test_problem_lifecycle import record_round
-from tests.server.problems.test_problems_api import TASK, problem_zip, upload
+from tests.server.problems.test_problem_lifecycle import delivered_by, record_round
+from tests.server.problems.test_problems_api import TASK, problem_zip, upload, vectoradd_zip
 
 pytestmark = pytest.mark.anyio
 
@@ -51,22 +51,17 @@ def custom_kernel(data):
 def slow_zip(folder: str) -> bytes:
     """vectoradd with two test cases and one small CPU benchmark case, its reference slow,
     and no key of test mode's limit in its task.yml."""
-    spec = yaml.safe_load((TASK / "task.yml").read_text())
-    spec["tests"] = [{"size": 64, "seed": 1}, {"size": 65, "seed": 2}]
-    spec["cpu_benchmarks"] = [{"size": 64, "seed": 3}]
-    assert "test_cases_timeout" not in spec
-    return problem_zip(
+    assert "test_cases_timeout" not in yaml.safe_load((TASK / "task.yml").read_text())
+    return vectoradd_zip(
         folder,
-        extra={
-            f"pmpp/{folder}/task.yml": yaml.safe_dump(spec).encode(),
-            f"pmpp/{folder}/reference.py": SLOW_REFERENCE.encode(),
-        },
+        tests=[{"size": 64, "seed": 1}, {"size": 65, "seed": 2}],
+        cpu_benchmarks=[{"size": 64, "seed": 3}],
+        reference=SLOW_REFERENCE,
     )
 
 
 def validate_round(name: str) -> None:
     """Each device's validation of the current round, by the worker's task, recorded."""
-    delivered: list[dict[str, Any]] = []
     with session_scope() as session:
         problem = repository.get_problem(session, name)
         assert problem is not None
@@ -74,11 +69,7 @@ def validate_round(name: str) -> None:
             validation.message(session, row.id, get_settings())
             for row in validation.current_round(session, problem)
         ]
-    with patch.object(gpu, "deliver", lambda task, result: delivered.append(result)):
-        for args in sent:
-            assert args is not None
-            gpu.validate_problem(*args)
-    for result in delivered:
+    for result in delivered_by(gpu.validate_problem, sent):
         recorders.record_validation({**result, "worker": "test"})
 
 
