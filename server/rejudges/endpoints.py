@@ -4,9 +4,12 @@ same body (``rejudge_body``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import asdict
 from datetime import datetime
 
 from fastapi import APIRouter
+from fastapi.types import DecoratedCallable
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy.orm import Session
 
@@ -113,17 +116,7 @@ def rejudge_body(session: Session, found: Judging) -> RejudgeOut:
             )
             for c in shown.changes
         ],
-        moves=[
-            MoveOut(
-                problem=m.problem,
-                gpu=m.gpu,
-                version=m.version,
-                user=m.user,
-                rank_before=m.rank_before,
-                rank_after=m.rank_after,
-            )
-            for m in shown.moves
-        ],
+        moves=[MoveOut(**asdict(m)) for m in shown.moves],
     )
 
 
@@ -151,21 +144,21 @@ def read_rejudge(rejudge_id: RowId, session: SessionDep, admin: AdminUser) -> Re
     return rejudge_body(session, service.get(session, rejudge_id))
 
 
-@router.post(
+def decision_route(path: str, summary: str) -> Callable[[DecoratedCallable], DecoratedCallable]:
+    """A route that settles a rejudge: it answers with the rejudge as it now stands."""
+    return router.post(path, response_model=RejudgeOut, responses=ERRORS, summary=summary)
+
+
+@decision_route(
     "/{rejudge_id}/apply",
-    response_model=RejudgeOut,
-    responses=ERRORS,
-    summary="Apply a ready rejudge: each submission takes its new verdict, the old one kept",
+    "Apply a ready rejudge: each submission takes its new verdict, the old one kept",
 )
 def apply_rejudge(rejudge_id: RowId, session: SessionDep, admin: AdminUser) -> RejudgeOut:
     return rejudge_body(session, service.apply(session, rejudge_id, admin))
 
 
-@router.post(
-    "/{rejudge_id}/discard",
-    response_model=RejudgeOut,
-    responses=ERRORS,
-    summary="Discard a rejudge: its runs kept, every verdict as it was",
+@decision_route(
+    "/{rejudge_id}/discard", "Discard a rejudge: its runs kept, every verdict as it was"
 )
 def discard_rejudge(rejudge_id: RowId, session: SessionDep, admin: AdminUser) -> RejudgeOut:
     return rejudge_body(session, service.discard(session, rejudge_id, admin))
