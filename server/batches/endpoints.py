@@ -22,7 +22,7 @@ from server.errors import (
     responses,
 )
 from server.models import User
-from server.submissions.endpoints import IdempotencyKey
+from server.submissions.endpoints import IdempotencyKey, accept_once
 
 router = APIRouter(prefix="/api/v1/batches", tags=["batches"])
 
@@ -51,11 +51,7 @@ async def create_batch(
             session, settings, user, credentials.credentials, body, idempotency_key
         )
 
-    # Committed (and its gradings sent) when this returns, before the response leaves.
-    accepted, replayed = await as_token_user(credentials, accept)
-    if replayed:
-        response.headers["Idempotent-Replayed"] = "true"
-    return accepted
+    return await accept_once(credentials, response, accept)
 
 
 def _counts(batch_id: int) -> dict[str, int]:

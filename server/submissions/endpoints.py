@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Sequence
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 from starlette.datastructures import UploadFile
@@ -52,6 +53,8 @@ from server.submissions.schemas import (
 # Keyset pagination of submission lists, newest first.
 Before = Annotated[int | None, Query(ge=1, le=MAX_ROW_ID, description="older than this id")]
 Limit = Annotated[int, Query(ge=1, le=200)]
+
+T = TypeVar("T")
 
 router = APIRouter(prefix="/api/v1/submissions", tags=["submissions"])
 
@@ -154,6 +157,20 @@ IdempotencyKey = Annotated[
 ]
 
 
+async def accept_once(
+    credentials: HTTPAuthorizationCredentials,
+    response: Response,
+    accept: Callable[[Session, User], tuple[T, bool]],
+) -> T:
+    """What ``accept`` made for the token's user, committed (and its gradings sent) before
+    the response leaves; a replay of a request made under the same Idempotency-Key says so
+    in a header."""
+    accepted, replayed = await as_token_user(credentials, accept)
+    if replayed:
+        response.headers["Idempotent-Replayed"] = "true"
+    return accepted
+
+
 def validate_body(body: object) -> SubmissionCreate:
     try:
         return SubmissionCreate.model_validate(body)
@@ -202,11 +219,7 @@ async def create_submission(
         )
         return SubmissionAccepted(id=submission.id, status=submission.status), replayed
 
-    # Committed (and its grading sent) when this returns, before the response leaves.
-    accepted, replayed = await as_token_user(credentials, accept)
-    if replayed:
-        response.headers["Idempotent-Replayed"] = "true"
-    return accepted
+    return await accept_once(credentials, response, accept)
 
 
 @router.get(
