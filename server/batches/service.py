@@ -82,13 +82,10 @@ def create_batch(
     # the last places under the cap, wait for each other.
     submissions.lock_user(session, user.id)
     if idempotency_key is not None:
-        earlier = repository.get_by_idempotency_key(session, user.id, idempotency_key)
+        earlier = submission_service.replay_of(
+            repository.get_by_idempotency_key(session, user.id, idempotency_key), digest, "batch"
+        )
         if earlier is not None:
-            if earlier.request_sha256 != digest:
-                raise BadRequest(
-                    "this Idempotency-Key was used for a different batch; use a new key for "
-                    "a new batch"
-                )
             return accepted(session, earlier), True
     record = users.get_active_token(session, hash_token(token))
     token_id = record.id if record is not None else None

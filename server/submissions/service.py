@@ -9,7 +9,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -68,6 +68,26 @@ def decode_code(raw: bytes, settings: Settings) -> str:
         raise BadRequest(f"the file is not UTF-8 text (byte {exc.start} is invalid)") from exc
 
 
+class Requested(Protocol):
+    """A row made by a request that may be retried under an Idempotency-Key."""
+
+    @property
+    def request_sha256(self) -> str | None: ...
+
+
+RequestedRow = TypeVar("RequestedRow", bound=Requested)
+
+
+def replay_of(earlier: RequestedRow | None, digest: str, what: str) -> RequestedRow | None:
+    """The ``what`` an earlier request under the same Idempotency-Key made, or None; a
+    different request (by ``digest``) under that key is a BadRequest."""
+    if earlier is not None and earlier.request_sha256 != digest:
+        raise BadRequest(
+            f"this Idempotency-Key was used for a different {what}; use a new key for a new {what}"
+        )
+    return earlier
+
+
 def create_submission(
     session: Session,
     settings: Settings,
@@ -91,13 +111,12 @@ def create_submission(
     if idempotency_key is not None:
         # Held until the commit: a retry racing the first request waits for it.
         repository.lock_user(session, user.id)
-        earlier = repository.get_by_idempotency_key(session, user.id, idempotency_key)
+        earlier = replay_of(
+            repository.get_by_idempotency_key(session, user.id, idempotency_key),
+            request_sha256,
+            "submission",
+        )
         if earlier is not None:
-            if earlier.request_sha256 != request_sha256:
-                raise BadRequest(
-                    "this Idempotency-Key was used for a different submission; use a new key "
-                    "for a new submission"
-                )
             return earlier, True
     if user.is_banned:
         raise Forbidden(users.banned_message(session, user))
