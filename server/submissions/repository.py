@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Collection, Sequence
 from datetime import datetime
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import Select, delete, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session, defer, joinedload
@@ -58,8 +58,6 @@ def list_user_submissions(
         select(Submission)
         .options(joinedload(Submission.problem))
         .where(Submission.user_id == user_id, Submission.judging_id.is_(None))
-        .order_by(Submission.id.desc())
-        .limit(limit)
     )
     if not include_hidden:
         query = query.where(Submission.is_hidden.is_(False))
@@ -72,9 +70,7 @@ def list_user_submissions(
         )
     if problem_id is not None:
         query = query.where(Submission.problem_id == problem_id)
-    if before is not None:
-        query = query.where(Submission.id < before)
-    return session.scalars(query).all()
+    return newest_page(session, query, limit, before)
 
 
 def list_recent_submissions(
@@ -89,12 +85,7 @@ def list_recent_submissions(
 ) -> Sequence[Submission]:
     """Everyone's, newest first, narrowed by whichever of these are given; `before`: only
     those older than this id (the next page)."""
-    query = (
-        select(Submission)
-        .options(joinedload(Submission.problem), joinedload(Submission.user))
-        .order_by(Submission.id.desc())
-        .limit(limit)
-    )
+    query = select(Submission).options(joinedload(Submission.problem), joinedload(Submission.user))
     if problem_id is not None:
         query = query.where(Submission.problem_id == problem_id)
     if user_id is not None:
@@ -103,6 +94,15 @@ def list_recent_submissions(
         query = query.where(Submission.status == status)
     if mode is not None:
         query = query.where(Submission.mode == mode)
+    return newest_page(session, query, limit, before)
+
+
+def newest_page(
+    session: Session, query: Select[Submission], limit: int, before: int | None
+) -> Sequence[Submission]:
+    """A page of the submissions ``query`` selects, newest first: ``limit`` of them older than
+    ``before`` (an id; None: from the newest)."""
+    query = query.order_by(Submission.id.desc()).limit(limit)
     if before is not None:
         query = query.where(Submission.id < before)
     return session.scalars(query).all()
