@@ -16,7 +16,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -217,11 +217,13 @@ def production_install(
     api_hosts: int = 1,
     appendonly: bool = False,
     dispatch_ahead: int = 0,
+    settings: Mapping[str, str] | None = None,
 ) -> Iterator[Install]:
     """PostgreSQL, Redis, ``api_hosts`` `serve` processes and ``workers`` grading workers,
     each process's log under ``root/logs`` (the servers' copied there at the end);
     everything stopped afterwards. ``dispatch_ahead``: gradings sent to Redis beyond one per
-    free worker (KJ_DISPATCH_AHEAD; 0, the default, keeps the rest in the outbox)."""
+    free worker (KJ_DISPATCH_AHEAD; 0, the default, keeps the rest in the outbox).
+    ``settings``: KJ_ settings by their lower-case names, over FAULT_SETTINGS."""
     logs = root / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
@@ -234,7 +236,7 @@ def production_install(
             database_url=postgres.create_database("kerneljudge"),
             broker_url=broker.url(),
             dispatch_ahead=str(dispatch_ahead),
-            **FAULT_SETTINGS,
+            **{**FAULT_SETTINGS, **(settings or {})},
         )
         install = Install(logs, postgres, broker, env, stack)
         # Migrates the database: the API hosts then start together, with nothing to migrate.
