@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 TORCH ?= torch==2.13.0
 STAMP := $(VENV)/.kerneljudge-installed
 
-.PHONY: run test setup lint typecheck check clean screenshots
+.PHONY: run test test-slow setup lint typecheck check clean screenshots
 
 $(STAMP): pyproject.toml setup.py
 	./scripts/system-deps.sh
@@ -26,9 +26,14 @@ run: $(STAMP)
 # Both parts always run; make fails if either does.
 TEST_WORKERS ?= 2
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) -m "not alone"; a=$$?; \
-	$(PY) -m pytest -m alone; b=$$?; \
+	$(PY) -m pytest -n $(TEST_WORKERS) -m "not alone and not slow"; a=$$?; \
+	$(PY) -m pytest -m "alone and not slow"; b=$$?; \
 	test $$a -eq 0 && test $$b -eq 0
+
+# The tests that take minutes on the CPU install: a whole competition, in the browser and on
+# PostgreSQL and Redis with a worker killed during its final judging.
+test-slow: $(STAMP)
+	$(PY) -m pytest -n $(TEST_WORKERS) -m slow
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

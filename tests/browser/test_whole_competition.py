@@ -89,6 +89,7 @@ def shown(expected: Sequence[tuple[str, float | None]]) -> list[tuple[str, str, 
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_a_whole_competition_from_its_file_to_the_final_standings(
     browser: Browser, site: Site

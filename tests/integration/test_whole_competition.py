@@ -36,7 +36,7 @@ from server.models import JudgingRun, OutboxMessage, Submission, SubmissionVerdi
 from server.outbox import jobs
 from tests.services import service_missing
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 K = 2
 # Seconds: until it opens (`competition add` and the teams meanwhile), open before the
