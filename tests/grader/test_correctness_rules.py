@@ -183,6 +183,7 @@ def test_times_below_what_the_graders_clock_allows_rank_at_its_bound(
             assert case.time.harness_per_call_s >= 0.002
 
 
+@pytest.mark.alone
 def test_honest_times_rank_by_the_graders_clock_unflagged(
     small_vectoradd: Problem,
 ) -> None:
