@@ -21,19 +21,14 @@ setup: $(STAMP)
 run: $(STAMP)
 	$(VENV)/bin/kerneljudge serve
 
-# The suite in two parts: most of it in TEST_WORKERS processes at once (pytest-xdist), then
-# the tests marked `alone` (they pass or fail by what else the machine runs) one at a time.
-# Both parts always run; make fails if either does.
-TEST_WORKERS ?= 2
+# The suite but the tests marked slow (minutes each on the CPU install): `make test-slow`.
 test: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) -m "not alone and not slow"; a=$$?; \
-	$(PY) -m pytest -m "alone and not slow"; b=$$?; \
-	test $$a -eq 0 && test $$b -eq 0
+	$(PY) -m pytest -m "not slow"
 
 # The tests that take minutes on the CPU install: a whole competition, in the browser and on
 # PostgreSQL and Redis with a worker killed during its final judging.
 test-slow: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) -m slow
+	$(PY) -m pytest -m slow
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

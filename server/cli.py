@@ -47,7 +47,8 @@ rejudge_app = typer.Typer(
 app.add_typer(rejudge_app, name="rejudge", rich_help_panel=SERVER_PANEL)
 submitter.register(app)
 
-err = Console(stderr=True)
+# An error is one line however long its path: never broken at the terminal's width.
+err = Console(stderr=True, soft_wrap=True)
 
 Command = TypeVar("Command", bound=Callable[..., None])
 OWN_PACKAGES = frozenset({"server", "grader", "sandbox"})

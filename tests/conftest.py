@@ -13,8 +13,3 @@ os.environ["KJ_DATA_DIR"] = str(_DATA_DIR)
 os.environ.pop("KJ_DATABASE_URL", None)
 os.environ.pop("KJ_BROKER_URL", None)
 os.environ.setdefault("KJ_GPU_TYPES", "cpu")
-# pytest-xdist's workers set COLUMNS and LINES for their own output; the commands the tests
-# start write to a pipe, with the width a pipe gets (server/client/show.py), as under a
-# plain pytest.
-os.environ.pop("COLUMNS", None)
-os.environ.pop("LINES", None)

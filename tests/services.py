@@ -20,9 +20,7 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 POSTGRES_URL = os.environ.get(
     "KJ_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 )
-# Each parallel test process (pytest-xdist's gw0, gw1, ...) empties a Redis database of its own.
-_WORKER = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
-REDIS_URL = os.environ.get("KJ_TEST_REDIS_URL", f"redis://127.0.0.1:6379/{15 - _WORKER % 8}")
+REDIS_URL = os.environ.get("KJ_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 
 
 def service_missing(what: str, exc: Exception) -> None:

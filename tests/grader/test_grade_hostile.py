@@ -65,7 +65,6 @@ def test_exiting_early_is_an_error(vectoradd: Problem, code: str) -> None:
         assert "the runner exited before reporting (exit code 0)" in report.message
 
 
-@pytest.mark.alone
 def test_infinite_loop_times_out_within_the_limit(vectoradd: Problem) -> None:
     code = "def custom_kernel(data):\n    while True:\n        pass\n"
     started = time.monotonic()
@@ -75,7 +74,6 @@ def test_infinite_loop_times_out_within_the_limit(vectoradd: Problem) -> None:
     assert time.monotonic() - started < 4 + 5
 
 
-@pytest.mark.alone
 def test_a_hung_kernel_in_test_mode_frees_the_worker_after_the_floor(vectoradd: Problem) -> None:
     """A built-in problem is live without a validation round, and a validated one gets the
     floor too (tests/grader/test_validate.py): a kernel that never returns ends in timeout

@@ -119,7 +119,6 @@ def custom_kernel(data):
 """
 
 
-@pytest.mark.alone
 def test_a_kernel_making_large_temporaries_finds_its_memory_again_each_call(
     vectorsum: Problem, with_cases: Callable[..., Problem]
 ) -> None:

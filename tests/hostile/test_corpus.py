@@ -33,7 +33,7 @@ REPO = HERE.parents[1]
 CASES = sorted((HERE / "cases").glob("[0-9]*_*.py"), key=lambda path: int(path.name.split("_")[0]))
 STATUSES = ("passed", "failed", "error", "timeout", "rejected")
 KEYS = ("threat", "problem", "mode", "device", "expect", "max_speedup", "message", "leftover")
-KEYS_EXTRA = ("defence", "timeout_s", "alone")
+KEYS_EXTRA = ("defence", "timeout_s")
 DEFAULT_TIMEOUT_S = 40.0
 # The rig's own start-up (torch import) and the harness's kill and clean-up, on top.
 RIG_SLACK_S = 45.0
@@ -277,18 +277,7 @@ def texts_of(report: dict[str, Any]) -> dict[str, str]:
     return texts
 
 
-def _alone(path: Path) -> bool:
-    """A case that compares its time with the honest solution's (max_speedup), or says why it
-    needs the machine to itself (`# alone: ...`), runs in `make test`'s part that has it."""
-    head = path.read_text().split('"""', 1)[0]
-    return "\n# max_speedup:" in head or "\n# alone:" in head
-
-
-@pytest.mark.parametrize(
-    "path",
-    [pytest.param(p, marks=pytest.mark.alone) if _alone(p) else p for p in CASES],
-    ids=[p.stem for p in CASES],
-)
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_hostile_case(path: Path, canaries: Canaries, rig: Rig, cpu_peaks: dict[str, Any]) -> None:
     case = parse_case(path)
     if case.device == "cuda" and not torch.cuda.is_available():

@@ -19,8 +19,7 @@ import pytest
 from rig.cluster import postgres_cluster, redis_server
 from rig.processes import add_user, service_env, serving
 
-# A bound on every request's time: measured with the machine to itself.
-pytestmark = [pytest.mark.integration, pytest.mark.alone]
+pytestmark = pytest.mark.integration
 
 CODE = """
 import torch

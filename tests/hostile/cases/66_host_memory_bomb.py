@@ -1,7 +1,6 @@
 # threat: 24
 # expect: error
 # defence: a memory cgroup (8 GiB by default) kills the runner; the worker lives on
-# alone: it touches 12 GiB within its time limit, which the machine's other work can stretch
 """Allocates and touches 12 GiB of host memory (more than the grading limit, less than the test
 machine's RAM), then computes the right answer."""
 
