@@ -113,8 +113,9 @@ def custom_kernel(data):
     parts = [torch.ones(1 << 21) for _ in range(3)]
     out = data.double().sum().float() + 0 * sum(float(p[0]) for p in parts)
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-    if len(faults) == 60:
-        print("calls finding fresh pages:", sum(f >= 1024 for f in faults[20:]), "of 40")
+    if len(faults) >= 30 and len(faults) % 10 == 0:
+        later = faults[20:]
+        print("calls finding fresh pages:", sum(f >= 1024 for f in later), "of", len(later))
     return out
 """
 
@@ -130,12 +131,14 @@ def test_a_kernel_making_large_temporaries_finds_its_memory_again_each_call(
     problem = with_cases(vectorsum, benchmarks=[{"size": 4096, "seed": 6256}], budget_s=0.5)
     report = grade(problem, TEMPORARIES, mode="benchmark", device="cpu")
     assert report.status == "passed", report.message + report.stderr
-    found = re.search(r"calls finding fresh pages: (\d+) of 40\n", report.stdout)
+    # How many calls a budget holds depends on the machine's load: the last count printed.
+    found = re.findall(r"calls finding fresh pages: (\d+) of (\d+)\n", report.stdout)
     assert found, report.stdout
+    fresh, calls = (int(n) for n in found[-1])
     # One temporary found as fresh pages is 2,048 faults (8 MB of 4 KiB pages). The heap
     # may still grow once in a while (a freed chunk split for something else, and the next
     # temporary placed past it): a call or two, never every few calls.
-    assert int(found.group(1)) <= 2, report.stdout
+    assert fresh <= max(2, calls // 20), report.stdout
 
 
 def test_profile_mode_tells_what_took_the_time_on_the_public_cases(
