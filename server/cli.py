@@ -95,7 +95,13 @@ def prepare_database() -> None:
         upkeep.rebuild_if_empty(session)
 
 
+# The callbacks worker's tries at once.
+CALLBACK_TRIES_AT_ONCE = 8
+
+
 def worker_argv(queues: list[str], *, grading: bool, concurrency: int) -> list[str]:
+    from server.outbox.app import CALLBACKS_QUEUE
+
     name = f"kj-{'-'.join(queues)}-{os.getpid()}@%h"
     # No gossip, mingle or heartbeat events: workers share nothing but the queues, and
     # those events only add broker traffic (and errors in the log at a broker's restart).
@@ -113,6 +119,9 @@ def worker_argv(queues: list[str], *, grading: bool, concurrency: int) -> list[s
             "--max-tasks-per-child",
             str(GRADINGS_PER_PROCESS),
         ]
+    elif queues == [CALLBACKS_QUEUE]:
+        # A callback's try mostly waits on its receiver: threads let a slow one hold one.
+        argv += ["--pool", "threads", "--concurrency", str(CALLBACK_TRIES_AT_ONCE)]
     else:
         argv += ["--pool", "solo"]
     return argv
@@ -127,19 +136,20 @@ def worker(
     ] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="gradings at once (one per GPU)")] = 1,
 ) -> None:
-    """Run a worker: grades submissions for this host's device (or records results with
-    --queues results, next to the API)."""
+    """Run a worker: grades submissions for this host's device (or, next to the API, records
+    results with --queues results and sends batches' callbacks with --queues callbacks)."""
     from grader.calibrate import DevicePeaks
     from server.outbox import jobs
-    from server.outbox.app import RESULTS_QUEUE, celery_app
+    from server.outbox.app import CALLBACKS_QUEUE, RESULTS_QUEUE, celery_app
     from server.settings import get_settings
     from server.worker import context
 
+    service_queues = (RESULTS_QUEUE, CALLBACKS_QUEUE)
     names = [q.strip() for q in (queues or "").split(",") if q.strip()]
     # GPU indices in CUDA_VISIBLE_DEVICES then mean what nvidia-smi and the sandbox's
     # device-node selection mean by them (CUDA's default order is fastest first).
     os.environ.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    if not names or any(q != RESULTS_QUEUE for q in names):
+    if not names or any(q not in service_queues for q in names):
         calibration = calibrate_local_device()
         device, peaks = calibration["device"], calibration["peaks"]
         names = names or [device["device_type"]]
@@ -151,7 +161,7 @@ def worker(
                 device["kind"],
                 DevicePeaks.from_dict(peaks),
                 baseline,
-                queues=tuple(q for q in names if q != RESULTS_QUEUE),
+                queues=tuple(q for q in names if q not in service_queues),
             )
         )
         err.print(
@@ -160,7 +170,7 @@ def worker(
             f"GB/s, {peaks['matmul_dtype']} matmul {peaks['matmul_flops_per_s'] / 1e12:.1f} "
             "TFLOP/s"
         )
-    grading = [q for q in names if q != RESULTS_QUEUE]
+    grading = [q for q in names if q not in service_queues]
     if grading:
         # Imported once, before the pool forks its grading processes: each then starts with
         # torch and the grader loaded instead of importing them itself (about 1.3 s on a
@@ -213,11 +223,11 @@ def serve(
         int, typer.Option(min=1, help="API processes (one per core the API may use)")
     ] = 1,
 ) -> None:
-    """Serve the API and pages; also record results, and with the embedded broker grade on
-    this host, so one machine is a complete install."""
+    """Serve the API and pages; also record results and send batches' callbacks, and with
+    the embedded broker grade on this host, so one machine is a complete install."""
     import uvicorn
 
-    from server.outbox.app import RESULTS_QUEUE
+    from server.outbox.app import CALLBACKS_QUEUE, RESULTS_QUEUE
     from server.settings import get_settings
 
     settings = get_settings()
@@ -229,7 +239,10 @@ def serve(
         get_settings.cache_clear()
         settings = get_settings()
     command = [sys.executable, "-m", "kerneljudge", "worker"]
-    children = [start_child([*command, "--queues", RESULTS_QUEUE])]
+    children = [
+        start_child([*command, "--queues", RESULTS_QUEUE]),
+        start_child([*command, "--queues", CALLBACKS_QUEUE]),
+    ]
     if settings.broker_is_embedded:
         children.append(start_child(command))
     # uvicorn answers SIGTERM with a graceful shutdown and then raises the signal again:

@@ -1,6 +1,7 @@
 """The tables: users and their API tokens, problems and their validations, submissions with
-their reports, their files and their earlier verdicts, failed log-ins, the audit log of
-admin actions, and competitions with their problems, teams and members."""
+their reports, their files and their earlier verdicts, batches and their callbacks, failed
+log-ins, the audit log of admin actions, and competitions with their problems, teams and
+members."""
 
 from __future__ import annotations
 
@@ -304,6 +305,28 @@ class Batch(Base):
     idempotency_key: Mapped[str | None] = mapped_column(NulFreeString(200), default=None)
     request_sha256: Mapped[str] = mapped_column(NulFreeString(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Where each item's verdict is POSTed, and the secret its signature is made with (given
+    # to the client once, when the batch is accepted); null: no callbacks.
+    callback_url: Mapped[str | None] = mapped_column(NulFreeString(2048), default=None)
+    callback_secret: Mapped[str | None] = mapped_column(NulFreeString(64), default=None)
+
+
+class CallbackDelivery(Base):
+    """One item's verdict on its way to its batch's callback URL: the body as it was when
+    the verdict was recorded, and how its delivery went (pending while neither delivered nor
+    failed; server/batches/callbacks.py)."""
+
+    __tablename__ = "callback_deliveries"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    batch_id: Mapped[int] = mapped_column(ForeignKey("batches.id", ondelete="CASCADE"), index=True)
+    submission_id: Mapped[int] = mapped_column(Integer)
+    body: Mapped[dict[str, Any]] = mapped_column(JSON)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(NulFreeString(500), default=None)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    failed_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
 
 class SubmissionVerdict(Base):

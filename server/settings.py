@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
@@ -36,6 +37,17 @@ class Settings(BaseSettings):
     # that would go over the second is answered 429 with Retry-After).
     max_batch_items: int = Field(default=1000, ge=1)
     batch_max_in_flight: int = Field(default=2000, ge=1)
+    # A batch's callbacks (server/batches/callbacks.py): the networks a callback may reach
+    # though they are not public (loopback, private, link-local, ...: refused otherwise), how
+    # many times one item's callback is tried, the first pause between tries (doubling after
+    # each), and how long one try may take.
+    callback_allow_networks: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="networks callbacks may reach though not public, e.g. 10.0.0.0/8",
+    )
+    callback_attempts: int = Field(default=6, ge=1)
+    callback_backoff_s: float = Field(default=5.0, gt=0)
+    callback_timeout_s: float = Field(default=5.0, gt=0)
     # The largest file the service keeps beside a grading's report (profile mode's Nsight
     # Compute report), as a worker host sends it: larger ones are refused.
     max_profile_file_bytes: int = Field(default=32 << 20, gt=0)
@@ -107,6 +119,16 @@ class Settings(BaseSettings):
     def _split_gpu_types(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip().lower() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("callback_allow_networks", mode="before")
+    @classmethod
+    def _split_networks(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if isinstance(value, list):
+            for network in value:
+                ipaddress.ip_network(network, strict=False)  # a ValueError names it
         return value
 
     @property

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from urllib.parse import urlsplit
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
@@ -36,6 +37,8 @@ LOOK_EVERY_S = (0.2, 0.5, 1.0)
     "",
     status_code=202,
     response_model=BatchAccepted,
+    # callback_secret only where there is one.
+    response_model_exclude_none=True,
     responses=responses(BadRequest, PayloadTooLarge, NotAuthenticated, TooManyRequests),
     summary="Send many submissions at once (a trainer's candidates)",
 )
@@ -43,12 +46,15 @@ async def create_batch(
     body: BatchCreate,
     credentials: TokenCredentials,
     settings: SettingsDep,
+    request: Request,
     response: Response,
     idempotency_key: IdempotencyKey = None,
 ) -> BatchAccepted:
+    own_hosts = (request.url.hostname or "", urlsplit(settings.public_url).hostname or "")
+
     def accept(session: Session, user: User) -> tuple[BatchAccepted, bool]:
         return service.create_batch(
-            session, settings, user, credentials.credentials, body, idempotency_key
+            session, settings, user, credentials.credentials, body, idempotency_key, own_hosts
         )
 
     return await accept_once(credentials, response, accept)

@@ -8,7 +8,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, load_only
 
 from grader.report import Status
-from server.models import Batch, Submission
+from server.models import Batch, CallbackDelivery, Submission
 
 OPEN = (Status.QUEUED.value, Status.RUNNING.value)
 
@@ -67,3 +67,15 @@ def in_flight_of_token(session: Session, token_id: int) -> int:
         )
         or 0
     )
+
+
+def callback_counts(session: Session, batch_id: int) -> tuple[int, int, int]:
+    """(delivered, failed, all) of a batch's callbacks."""
+    row = session.execute(
+        select(
+            func.count(CallbackDelivery.delivered_at),
+            func.count(CallbackDelivery.failed_at),
+            func.count(),
+        ).where(CallbackDelivery.batch_id == batch_id)
+    ).one()
+    return int(row[0]), int(row[1]), int(row[2])

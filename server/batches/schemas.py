@@ -8,6 +8,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from grader.report import ErrorClass, Mode, Status
+from server.batches.targets import MAX_URL_CHARS, Refused, host_and_port
 from server.problems.schemas import SpeedupOut
 
 
@@ -42,21 +43,24 @@ class BatchCreate(BaseModel):
 
     items: list[BatchItemIn] = Field(min_length=1)
     tier: Tier = Tier.STANDARD
-    callback_url: None = Field(
+    callback_url: str | None = Field(
         default=None,
-        description="reserved: callbacks are not sent yet, so only null is accepted "
-        "(follow a batch with GET and ?wait=)",
+        max_length=MAX_URL_CHARS,
+        description="an http(s) URL each item's verdict is POSTed to as it is recorded, "
+        "signed with the batch's callback_secret; a public address unless the organizer "
+        "allows its network",
+        examples=["https://trainer.example.org/kerneljudge"],
     )
 
-    @field_validator("callback_url", mode="before")
+    @field_validator("callback_url")
     @classmethod
-    def _no_callbacks_yet(cls, value: object) -> None:
+    def _an_http_url(cls, value: str | None) -> str | None:
         if value is not None:
-            raise ValueError(
-                "callbacks are not sent yet: leave callback_url null and follow the batch "
-                "with GET /api/v1/batches/{id}?wait=SECONDS"
-            )
-        return None
+            try:
+                host_and_port(value)
+            except Refused as exc:
+                raise ValueError(str(exc)) from None
+        return value
 
 
 class BatchItemAccepted(BaseModel):
@@ -67,6 +71,17 @@ class BatchItemAccepted(BaseModel):
 class BatchAccepted(BaseModel):
     id: int
     items: list[BatchItemAccepted]
+    callback_secret: str | None = Field(
+        default=None,
+        description="only with a callback_url: the secret each callback is signed with "
+        "(HMAC-SHA256); given here and to a retry under the same Idempotency-Key, never again",
+    )
+
+
+class CallbackCounts(BaseModel):
+    delivered: int
+    failed: int = Field(description="given up: refused, answered 4xx, or every try failed")
+    pending: int = Field(description="still being tried")
 
 
 class BatchItemOut(BaseModel):
@@ -87,3 +102,6 @@ class BatchOut(BaseModel):
     created_at: datetime
     counts: dict[str, int] = Field(description="items by status, every status named")
     items: list[BatchItemOut] = Field(description="in the order they were sent")
+    callbacks: CallbackCounts | None = Field(
+        default=None, description="the items' callbacks by how they went; null without one"
+    )

@@ -1,29 +1,28 @@
 """Accepting a batch (its items are ordinary submissions, in the same fair dispatch as
 everyone's: server/outbox/dispatch.py takes turns between users, a batch's items counting
-as its owner's), its cap on items in flight per token, and reading it back."""
+as its owner's), its cap on items in flight per token, its callback URL (checked here, sent
+by `callbacks`), and reading it back."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 
 from sqlalchemy.orm import Session
 
-from grader.report import Mode, Status, flag_codes
-from server.batches import repository
+from grader.report import Mode, Status
+from server.batches import callbacks, items, repository, targets
 from server.batches.schemas import (
     BatchAccepted,
     BatchCreate,
     BatchItemAccepted,
-    BatchItemOut,
     BatchOut,
     BatchStatus,
     Tier,
 )
 from server.errors import BadRequest, KernelJudgeError, NotFound, TooManyRequests
-from server.models import Baseline, Batch, Submission, User
-from server.problems import baselines
-from server.problems.schemas import SpeedupOut
+from server.models import Batch, User
 from server.settings import Settings
 from server.submissions import repository as submissions
 from server.submissions import service as submission_service
@@ -40,6 +39,17 @@ def request_digest(body: BatchCreate) -> str:
     return hashlib.sha256(
         json.dumps(body.model_dump(mode="json"), sort_keys=True).encode()
     ).hexdigest()
+
+
+def check_callback(body: BatchCreate, settings: Settings, own_hosts: Iterable[str]) -> None:
+    """A callback URL must point where callbacks may go (server/batches/targets.py)."""
+    if body.callback_url is None:
+        return
+    allowed = targets.networks(settings.callback_allow_networks)
+    try:
+        targets.check_url(body.callback_url, allowed, own_hosts)
+    except targets.Refused as exc:
+        raise BadRequest(f"callback_url: {exc}") from None
 
 
 def check_items(body: BatchCreate, settings: Settings) -> None:
@@ -73,10 +83,13 @@ def create_batch(
     token: str,
     body: BatchCreate,
     idempotency_key: str | None = None,
+    own_hosts: Iterable[str] = (),
 ) -> tuple[BatchAccepted, bool]:
     """Accept a batch and ask for each item's grading, in the caller's transaction; returns
-    it and whether it was made earlier (a retry under the same Idempotency-Key)."""
+    it and whether it was made earlier (a retry under the same Idempotency-Key). `own_hosts`:
+    the names this service is reached by, where no callback may go."""
     check_items(body, settings)
+    check_callback(body, settings, own_hosts)
     digest = request_digest(body)
     # Held until the commit: a retry racing the first request, or two batches racing for
     # the last places under the cap, wait for each other.
@@ -104,6 +117,8 @@ def create_batch(
         tier=body.tier.value,
         idempotency_key=idempotency_key,
         request_sha256=digest,
+        callback_url=body.callback_url,
+        callback_secret=callbacks.new_secret() if body.callback_url is not None else None,
     )
     session.add(batch)
     session.flush()
@@ -135,6 +150,7 @@ def accepted(session: Session, batch: Batch) -> BatchAccepted:
             BatchItemAccepted(key=item.batch_key or "", submission_id=item.id)
             for item in repository.items(session, batch.id)
         ],
+        callback_secret=batch.callback_secret,
     )
 
 
@@ -161,19 +177,8 @@ def status_counts(session: Session, batch_id: int) -> dict[str, int]:
 
 
 def batch_out(session: Session, batch: Batch) -> BatchOut:
-    items = repository.items(session, batch.id)
     by_status = counts(repository.status_counts(session, batch.id))
-    newest: dict[tuple[int, str], dict[int, Baseline]] = {}
-
-    def speedup(item: Submission) -> SpeedupOut:
-        if item.mode != Mode.LEADERBOARD or item.score is None:
-            return SpeedupOut()
-        place = (item.problem_id, item.gpu_type)
-        if place not in newest:
-            newest[place] = baselines.newest(session, *place)
-        found = baselines.Speedup.of(item.score, newest[place].get(item.problem_version))
-        return SpeedupOut(eager=found.eager, compile=found.compile)
-
+    newest: items.Newest = {}
     return BatchOut(
         id=batch.id,
         status=BatchStatus.DONE if is_done(by_status) else BatchStatus.RUNNING,
@@ -181,16 +186,7 @@ def batch_out(session: Session, batch: Batch) -> BatchOut:
         created_at=batch.created_at,
         counts=by_status,
         items=[
-            BatchItemOut(
-                key=item.batch_key or "",
-                submission_id=item.id,
-                status=Status(item.status),
-                score=item.score,
-                speedup=speedup(item),
-                error_class=submission_service.error_class_of(item),
-                flags=list(item.flags or []),
-                flag_codes=flag_codes(list(item.flags or [])),
-            )
-            for item in items
+            items.item_out(session, item, newest) for item in repository.items(session, batch.id)
         ],
+        callbacks=callbacks.counts(session, batch),
     )

@@ -1,5 +1,6 @@
-"""The Celery app: one queue per device type for gradings and problem validations, and a
-``results`` queue served next to the API, where reports are written to the database. Jobs
+"""The Celery app: one queue per device type for gradings and problem validations, a
+``results`` queue served next to the API, where reports are written to the database, and a
+``callbacks`` queue beside it, where batch items' verdicts are POSTed to their clients. Jobs
 are sent by name (`server.outbox.task_names`), so nothing that sends one imports a task; a
 worker imports the tasks (server/worker/) as it starts."""
 
@@ -14,6 +15,7 @@ from server.outbox import embedded  # noqa: F401  (registers the embedded broker
 from server.settings import Settings, get_settings
 
 RESULTS_QUEUE = "results"
+CALLBACKS_QUEUE = "callbacks"
 
 # kombu's SQLAlchemy transport (the embedded broker) still declares lazy="noload"; the
 # warning says nothing a user can act on.
@@ -33,7 +35,12 @@ def make_celery(settings: Settings) -> Celery:
         transport_options["unacked_restore_throttle"] = 1
     app.conf.update(
         # The tasks, and a worker's shutdown that always ends.
-        imports=["server.worker.gpu", "server.worker.recorders", "server.worker.shutdown"],
+        imports=[
+            "server.worker.gpu",
+            "server.worker.recorders",
+            "server.worker.callbacks",
+            "server.worker.shutdown",
+        ],
         task_serializer="json",
         accept_content=["json"],
         # Reports go to our own tables through the results step, never to a result backend.

@@ -14,6 +14,7 @@ class Job(StrEnum):
     GRADE = "grade"  # subject: a submission
     VALIDATE = "validate"  # subject: a problem validation (one version, one device type)
     BASELINE = "baseline"  # subject: a problem's baselines (one version, one device type)
+    CALLBACK = "callback"  # subject: a batch item's verdict on its way to a callback URL
 
 
 # Jobs for a device's queue, run by a grading worker.
@@ -27,9 +28,16 @@ RECORD_FILE = "kerneljudge.record_file"
 RECORD_VALIDATION = "kerneljudge.record_validation"
 RECORD_BASELINES = "kerneljudge.record_baselines"
 RECORD_SLOT = "kerneljudge.record_slot"
+# On the callbacks queue, next to the API: a batch item's verdict POSTed to its callback URL.
+DELIVER_CALLBACK = "kerneljudge.deliver_callback"
 
 # The task that runs each job.
-TASKS = {Job.GRADE: GRADE, Job.VALIDATE: VALIDATE_PROBLEM, Job.BASELINE: TIME_BASELINES}
+TASKS = {
+    Job.GRADE: GRADE,
+    Job.VALIDATE: VALIDATE_PROBLEM,
+    Job.BASELINE: TIME_BASELINES,
+    Job.CALLBACK: DELIVER_CALLBACK,
+}
 # The results step's tasks that carry a job's report, and which key of their one argument
 # names the job's subject.
 REPORTS = {

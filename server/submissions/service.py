@@ -23,6 +23,7 @@ from grader.report import (
     error_class,
 )
 from server.audit import service as audit
+from server.batches import callbacks
 from server.errors import (
     BadRequest,
     Conflict,
@@ -527,6 +528,7 @@ def record_report(session: Session, submission_id: int, report: Report, worker: 
     submission.finished_at = utcnow()
     session.flush()
     upkeep.submission_changed(session, submission)
+    callbacks.verdict_recorded(session, submission)
     if passed:
         baselines.wanted_after(
             session, submission.problem, submission.problem_version, submission.gpu_type, report

@@ -151,7 +151,7 @@ async def test_over_the_tokens_cap_of_items_in_flight_is_429_with_retry_after(
         ({"items": items(1) + items(1)}, "'k0' is used twice"),
         ({"items": items(1, mode="benchmark"), "tier": "quick"}, "quick tier grades test mode"),
         ({"items": items(1), "tier": "fastest"}, "tier"),
-        ({"items": items(1), "callback_url": "https://example.com/hook"}, "callbacks are not"),
+        ({"items": items(1), "callback_url": "ftp://example.com/hook"}, "http:// or https://"),
         ({"items": [{**items(1)[0], "problem": "no-such-problem"}]}, "items[0] ('k0')"),
         ({"items": [{**items(1)[0], "code": "  "}]}, "items[0] ('k0'): the code is empty"),
     ],
