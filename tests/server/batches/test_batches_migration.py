@@ -8,7 +8,7 @@ from alembic import command
 from sqlalchemy import inspect, text
 from sqlalchemy.orm import Session
 
-from server.models import Batch, Submission
+from server.models import Submission
 from tests.server.competitions.conftest import url as url
 from tests.server.migrating import add_ada_and_vectoradd, at_revision, insert_passed_submission
 
@@ -18,18 +18,23 @@ def test_batches_come_and_go_with_their_revision(url: str) -> None:
         add_ada_and_vectoradd(engine)
         insert_passed_submission(engine, mode="test", gpu="cpu", score=None)
         command.upgrade(config, "0022")
+        with engine.begin() as connection:  # as the batches table was at 0022
+            connection.execute(
+                text(
+                    "INSERT INTO batches (user_id, tier, request_sha256, created_at) "
+                    "VALUES (1, 'quick', :sha, CURRENT_TIMESTAMP)"
+                ),
+                {"sha": "0" * 64},
+            )
         with Session(engine) as db:
             kept = db.get(Submission, 1)
             assert kept is not None and (kept.batch_id, kept.batch_key) == (None, None)
-            batch = Batch(user_id=1, tier="quick", request_sha256="0" * 64)
-            db.add(batch)
-            db.flush()
-            kept.batch_id, kept.batch_key = batch.id, "a.py"
+            kept.batch_id, kept.batch_key = 1, "a.py"
             db.commit()
             # A key names one item of its batch.
             twin = Submission(
                 user_id=1, problem_id=1, problem_version=1, code="x", code_sha256="0" * 64,
-                mode="test", gpu_type="cpu", batch_id=batch.id, batch_key="a.py",
+                mode="test", gpu_type="cpu", batch_id=1, batch_key="a.py",
             )  # fmt: skip
             db.add(twin)
             try:

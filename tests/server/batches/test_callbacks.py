@@ -6,8 +6,6 @@ a worker's."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import http.server
 import json
 import os
@@ -18,6 +16,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -34,6 +33,7 @@ from tests.server.conftest import Account, worker_report
 
 pytestmark = pytest.mark.anyio
 
+REPO = Path(__file__).resolve().parents[3]
 LOOPBACK = "127.0.0.1/32"
 # Seconds a test waits for the worker to start and the callbacks to arrive.
 PATIENCE_S = 60.0
@@ -142,12 +142,14 @@ def settled(batch_id: int, count: int) -> Callable[[], bool]:
     return check
 
 
-def verifies(secret: str, headers: dict[str, str], body: bytes) -> bool:
-    """As docs/trainers.md tells a receiver to check a callback."""
-    fields = dict(part.split("=", 1) for part in headers[SIGNATURE_HEADER].split(","))
-    signed = fields["t"].encode() + b"." + body
-    expected = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
-    return hmac.compare_digest(expected, fields["v1"]) and abs(time.time() - int(fields["t"])) < 300
+def documented_check() -> Callable[[str, str, bytes], bool]:
+    """`verified(secret, header, body)`: the check docs/trainers.md gives a receiver, as
+    written there."""
+    text = (REPO / "docs" / "trainers.md").read_text()
+    [code] = [block for block in text.split("```python\n")[1:] if "def verified(" in block]
+    scope: dict[str, Any] = {}
+    exec(code.split("```", 1)[0], scope)
+    return scope["verified"]  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize(
@@ -220,10 +222,11 @@ async def test_each_finished_item_is_posted_once_signed(
     assert len(receiver.posts) == 2
     shown = (await allowing.get(f"/api/v1/batches/{made['id']}", headers=alice.headers)).json()
     assert shown["callbacks"] == {"delivered": 2, "failed": 0, "pending": 0}
-    posted = {}
+    verified, posted = documented_check(), {}
     for headers, raw in receiver.posts:
-        assert verifies(secret, headers, raw)
-        assert not verifies("another batch's secret", headers, raw)
+        assert verified(secret, headers[SIGNATURE_HEADER], raw)
+        assert not verified("another batch's secret", headers[SIGNATURE_HEADER], raw)
+        assert not verified(secret, headers[SIGNATURE_HEADER], raw.replace(b"k", b"K"))
         assert headers["Host"] == f"127.0.0.1:{receiver.port}"
         assert headers["Content-Type"] == "application/json"
         item = json.loads(raw)
