@@ -99,7 +99,8 @@ def record_attempt(
 ) -> float | None:
     """Record a try; the seconds until the next one, or None when there is none (delivered,
     or given up: a failure no later try can mend, or the last try failed)."""
-    delivery = session.get(CallbackDelivery, delivery_id)
+    # Locked: a callback sent again by the sweeper may have two tries at once.
+    delivery = session.get(CallbackDelivery, delivery_id, with_for_update=True)
     if delivery is None or settled(delivery):
         return None
     delivery.attempts += 1

@@ -61,6 +61,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.server.posts.append((dict(self.headers), body))
         status = self.server.answers.pop(0) if self.server.answers else 204
         self.send_response(status)
+        if 300 <= status < 400:
+            self.send_header("Location", f"http://127.0.0.1:{self.server.port}/followed")
         self.send_header("Content-Length", "0")
         self.end_headers()
 
@@ -256,6 +258,27 @@ async def test_a_failing_receiver_is_tried_again_until_it_answers(
     assert len({raw for _, raw in receiver.posts}) == 1  # the same body each time
     shown = (await allowing.get(f"/api/v1/batches/{made['id']}", headers=alice.headers)).json()
     assert shown["callbacks"] == {"delivered": 1, "failed": 0, "pending": 0}
+
+
+async def test_a_redirect_is_not_followed_nor_a_4xx_tried_again(
+    allowing: httpx.AsyncClient, alice: Account, receiver: Receiver
+) -> None:
+    receiver.answers = [302, 404]
+    batches = []
+    for tag in ("moved", "gone"):
+        body = {"items": items(1, tag=tag), "callback_url": f"http://127.0.0.1:{receiver.port}/"}
+        batches.append((await post(allowing, alice, body)).json())
+    with callbacks_worker(LOOPBACK):
+        for made in batches:
+            record(made["items"][0]["submission_id"], worker_report("passed").to_dict())
+            until(settled(made["id"], 1), "a settled callback")
+    assert len(receiver.posts) == 2  # one each: the 302's Location was never asked
+    errors = []
+    for made in batches:
+        [delivery] = deliveries(made["id"])
+        assert delivery.failed_at is not None and delivery.attempts == 1
+        errors.append(delivery.last_error)
+    assert errors == ["answered 302", "answered 404"]
 
 
 async def test_a_name_resolving_to_this_machine_is_refused_when_sent(
