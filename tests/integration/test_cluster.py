@@ -17,22 +17,11 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import NullPool
 
 from rig.cluster import (
-    ServiceUnavailable,
-    postgres_bin,
     postgres_cluster,
     redis_server,
 )
-from tests.services import service_missing
 
-pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(autouse=True)
-def servers_installed() -> None:
-    try:
-        postgres_bin()
-    except ServiceUnavailable as exc:
-        service_missing("PostgreSQL's binaries", exc)
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("server_binaries")]
 
 
 @contextmanager

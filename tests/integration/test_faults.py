@@ -9,14 +9,12 @@ rig/faults.py (bench/faults.py runs the scenario with more submissions)."""
 from __future__ import annotations
 
 import re
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 
-from rig.cluster import ServiceUnavailable, postgres_bin
 from rig.faults import (
     FAULT_SETTINGS,
     GRADED,
@@ -36,9 +34,8 @@ from rig.faults import (
 from server import anonymous
 from server.leaderboards.service import PROBLEM_TTL_S
 from server.models import OutboxMessage, Submission
-from tests.services import service_missing
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("server_binaries")]
 
 # A test-mode CPU grading takes about a second on two cores once the worker keeps its next
 # runner started: sixty, a fault at each fifth of them, keep jobs queued and running when
@@ -51,16 +48,6 @@ SWEEP_GRACE_S = float(FAULT_SETTINGS["sweep_grace_s"])
 # How long a page may be answered from memory after the database went away.
 ANONYMOUS_COPY_S = anonymous.STALE_S + PROBLEM_TTL_S
 RECEIVED = re.compile(r"Task kerneljudge\.grade\[[^]]+\] received")
-
-
-@pytest.fixture(autouse=True)
-def servers_installed() -> None:
-    try:
-        postgres_bin()
-        if shutil.which("redis-server") is None:
-            raise ServiceUnavailable("redis-server is not installed")
-    except ServiceUnavailable as exc:
-        service_missing("PostgreSQL's or Redis's binaries", exc)
 
 
 @pytest.mark.timeout(600)

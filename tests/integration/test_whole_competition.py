@@ -9,7 +9,6 @@ rig/competition.py works out by hand."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import time
 from collections import Counter
@@ -22,7 +21,6 @@ import pytest
 from sqlalchemy import func, select
 
 from rig import competition as plan_
-from rig.cluster import ServiceUnavailable, postgres_bin
 from rig.faults import (
     Install,
     graded_by,
@@ -34,9 +32,8 @@ from rig.faults import (
 from rig.processes import REPO_ROOT, add_user, kerneljudge, submit
 from server.models import JudgingRun, OutboxMessage, Submission, SubmissionVerdict
 from server.outbox import jobs
-from tests.services import service_missing
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.usefixtures("server_binaries")]
 
 K = 2
 # Seconds: until it opens (`competition add` and the teams meanwhile), open before the
@@ -46,16 +43,6 @@ OPEN_IN_S, OPEN_S, FROZEN_S = 12, 3, 3
 # cores), or a live grading would be handed out twice; the killed worker's job comes back
 # after it.
 VISIBILITY_TIMEOUT_S = 75
-
-
-@pytest.fixture(autouse=True)
-def servers_installed() -> None:
-    try:
-        postgres_bin()
-        if shutil.which("redis-server") is None:
-            raise ServiceUnavailable("redis-server is not installed")
-    except ServiceUnavailable as exc:
-        service_missing("PostgreSQL's or Redis's binaries", exc)
 
 
 def command(env: dict[str, str], *args: str) -> str:
