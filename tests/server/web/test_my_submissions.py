@@ -4,18 +4,24 @@ to log in. A user's public page lists no run on a problem its reader may not see
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 
 import httpx
 import pytest
+import typer
 from sqlalchemy import select
+from typer.testing import CliRunner
 
 from server.app import create_app
+from server.client import commands
+from server.client.api import Api
 from server.db import session_scope
 from server.models import Problem, User, utcnow
 from server.web.pages import MY_SUBMISSIONS_PAGE
 from tests.server.rows import submission_row
+from tests.server.web.test_web_and_cli_agree import AppTransport
 from tests.server.web.test_web_pages import new_problem
 from tests.server.web_client import HTML, log_in, make_user, sign_in
 
@@ -155,6 +161,25 @@ async def test_the_api_narrows_own_submissions_by_status_and_mode(
     assert ids(await client.get(f"{query}&status=passed", headers=headers)) == [passed]
     wrong = await client.get("/api/v1/submissions?mode=fast", headers=headers)
     assert wrong.status_code == 422 and "unknown mode 'fast'" in wrong.json()["detail"]
+
+
+def test_the_command_line_narrows_them_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    new_problem("mine-cli")
+    name, token = make_user()
+    passed, _ = add_runs(name, "mine-cli", ("test", "passed"), ("test", "failed"))
+    add_runs(name, "mine-cli", ("benchmark", "passed"))
+    transport = AppTransport(create_app())
+    monkeypatch.setattr(commands, "api", lambda login: Api(login, transport=transport))
+    monkeypatch.setenv("KJ_URL", "http://testserver")
+    monkeypatch.setenv("KJ_TOKEN", token)
+    cli = typer.Typer()
+    commands.register(cli)
+    done = CliRunner().invoke(
+        cli,
+        ["submissions", "--problem", "mine-cli", "--mode", "test", "--status", "passed", "--json"],
+    )
+    assert done.exit_code == 0, done.output
+    assert [row["id"] for row in json.loads(done.output)["submissions"]] == [passed]
 
 
 async def test_a_users_page_lists_no_run_on_a_problem_its_reader_cannot_see(
