@@ -16,7 +16,9 @@ Extra task.yml keys of our own, all optional:
   format: kernelbench  for problems made from a KernelBench module (grader/kernelbench.py),
       whose submissions define ModelNew instead of custom_kernel;
   requires: {packages, devices, compute_capability}  what the problem needs of a worker
-      (grader/requirements.py).
+      (grader/requirements.py);
+  difficulty: easy, medium or hard  how hard the organizers rate it (the problem list
+      orders by it).
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ MAX_SOLUTION_BYTES = 1_000_000
 SKIPPED_FILES = frozenset({"eval.py"})
 MAX_EVALUATOR_CHARS = 1_000_000  # read only to say why a problem depending on it is refused
 TASK_FILE = "task.yml"
+# task.yml's `difficulty`, easiest first.
+DIFFICULTIES = ("easy", "medium", "hard")
 
 
 class ProblemError(Exception):
@@ -172,6 +176,12 @@ class Problem:
             return requirements.parse(self.spec)
         except requirements.RequirementsError as exc:
             raise ProblemError(f"problem {self.name!r}: {exc}") from exc
+
+    @property
+    def difficulty(self) -> str | None:
+        """task.yml's `difficulty` (one of DIFFICULTIES), where the organizer set one."""
+        declared = self.spec.get("difficulty")
+        return None if declared is None else str(declared).lower()
 
     @property
     def submission_template(self) -> str:
@@ -302,7 +312,13 @@ def problem_from_files(name: str, files: dict[str, str]) -> Problem:
         requirements.parse(spec)
     except requirements.RequirementsError as exc:
         raise ProblemError(f"problem {name!r}: {exc}") from exc
-    return Problem(name=name, files=dict(files), spec=spec)
+    problem = Problem(name=name, files=dict(files), spec=spec)
+    if problem.difficulty is not None and problem.difficulty not in DIFFICULTIES:
+        raise ProblemError(
+            f"problem {name!r}: difficulty {spec['difficulty']!r} is none of "
+            f"{', '.join(DIFFICULTIES)}"
+        )
+    return problem
 
 
 def builtin_problems() -> list[Problem]:

@@ -175,6 +175,9 @@ class Problem(Base):
     # type without one (never validated, as the built-in problems) gets task.yml's
     # test_cases_timeout or the floor (grader/problem.py). None until a validation passes.
     test_cases_timeouts: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # How hard the organizers rate it (grader.problem.DIFFICULTIES: easy, medium, hard), from
+    # task.yml's `difficulty` or the admin page; None: not rated.
+    difficulty: Mapped[str | None] = mapped_column(NulFreeString(16), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

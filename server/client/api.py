@@ -142,8 +142,14 @@ class Api:
             headers={"Accept": "application/octet-stream"},
         ).content
 
-    def submissions(self, problem: str | None, limit: int | None) -> dict[str, Any]:
-        params = given({"problem": problem, "limit": limit})
+    def submissions(
+        self,
+        problem: str | None,
+        limit: int | None,
+        status: str | None = None,
+        mode: str | None = None,
+    ) -> dict[str, Any]:
+        params = given({"problem": problem, "status": status, "mode": mode, "limit": limit})
         return dict(
             self.get_json("/api/v1/submissions", params=params, token=self.login.require_token())
         )

@@ -372,14 +372,20 @@ def leaderboard(
 @talks_to_server
 def submissions(
     problem: Annotated[str | None, typer.Option(help="one problem's only")] = None,
+    status: Annotated[
+        str | None, typer.Option(help="those with this status only (passed, failed, ...)")
+    ] = None,
+    mode: Annotated[
+        str | None, typer.Option(help="those in this mode only (test, benchmark, ...)")
+    ] = None,
     limit: Annotated[
         int | None, typer.Option(min=1, max=200, help="how many, newest first; default: 50")
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Your own submissions, newest first."""
+    """Your own submissions, newest first (the web's My submissions)."""
     with api(config.load()) as server:
-        listed = server.submissions(problem, limit)
+        listed = server.submissions(problem, limit, status, mode)
     print_or_show(
         listed, as_json, lambda out, page: show.submissions(out, page.get("submissions") or [])
     )

@@ -39,6 +39,7 @@ def summary(problem: Problem, settings: Settings) -> ProblemSummary:
         deadline=problem.deadline,
         leaderboard_from_version=problem.leaderboard_from_version,
         pending_version=problem.candidate["version"] if problem.candidate else None,
+        difficulty=problem.difficulty,
     )
 
 

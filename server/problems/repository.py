@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session, defer
 
+from grader.problem import DIFFICULTIES
 from server.models import Competition, CompetitionProblem, Problem, ProblemValidation
 
 # A problem without its largest columns (read on first use): its files, example solutions,
@@ -42,8 +43,17 @@ def get_problem_by_id(
     return session.scalar(query)
 
 
+# Easiest first; problems not rated after the rated ones.
+BY_DIFFICULTY = case(
+    {difficulty: rank for rank, difficulty in enumerate(DIFFICULTIES)},
+    value=Problem.difficulty,
+    else_=len(DIFFICULTIES),
+)
+
+
 def list_problems(session: Session) -> Sequence[Problem]:
-    return session.scalars(select(Problem).order_by(Problem.name)).all()
+    """By difficulty (easiest first, those not rated last), then by name."""
+    return session.scalars(select(Problem).order_by(BY_DIFFICULTY, Problem.name)).all()
 
 
 def get_validation(session: Session, validation_id: int) -> ProblemValidation | None:

@@ -40,6 +40,12 @@ class ProblemSummary(BaseModel):
         description="a new version being validated (or that failed validation) while this "
         "one stays live; it replaces this one once validated",
     )
+    difficulty: str | None = Field(
+        default=None,
+        description="how hard the organizers rate it: 'easy', 'medium' or 'hard' (task.yml's "
+        "difficulty or the admin page); null when not rated. Lists are ordered by it, "
+        "easiest first, then by name",
+    )
 
 
 class ProblemOut(ProblemSummary):

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from grader.problem import (
     BUILTIN_DIR,
+    DIFFICULTIES,
     ProblemError,
     builtin_problems,
     example_solutions,
@@ -55,7 +56,9 @@ def upsert_problem(
     the live leaderboard of a new version starts empty (earlier versions' stay readable);
     with ``carry_over`` it keeps earlier versions' rows. With ``keep_live``, a live
     problem's new version is staged (server/problems/versions.py): the live one serves
-    until the new one is validated."""
+    until the new one is validated. A difficulty that task.yml gives is the problem's once
+    files carrying it come (a new problem or version, staged or not); the organizers' choice
+    on the admin page holds until then."""
     if leaderboard not in LEADERBOARD_CHOICES:
         raise BadRequest(
             f"unknown leaderboard choice {leaderboard!r}; use {' or '.join(LEADERBOARD_CHOICES)}"
@@ -68,9 +71,16 @@ def upsert_problem(
     digest = files_digest(loaded.files)
     gpu_types = [str(gpu).lower() for gpu in loaded.spec.get("gpus", [])]
     problem = repository.get_problem(session, name)
+    if (
+        problem is not None
+        and loaded.difficulty is not None
+        and digest not in known_digests(problem)
+    ):
+        problem.difficulty = loaded.difficulty
     if problem is None:
         problem = Problem(
             name=name,
+            difficulty=loaded.difficulty,
             description=loaded.description,
             files=loaded.files,
             files_sha256=digest,
@@ -103,6 +113,12 @@ def upsert_problem(
         problem.solutions = solutions
     session.flush()
     return problem
+
+
+def known_digests(problem: Problem) -> set[str]:
+    """The files digests of the problem's live version and of its staged one, if any."""
+    staged = versions.staged(problem)
+    return {problem.files_sha256} | ({staged.files_sha256} if staged is not None else set())
 
 
 def add_problem_from_archive(
@@ -393,6 +409,7 @@ def update_settings(
     is_public: bool,
     deadline: datetime | None,
     code_public_after_deadline: bool,
+    difficulty: str | None,
     starts_at: datetime | None = None,
     gpu_types: Sequence[str] | None = None,
     settings: Settings | None = None,
@@ -409,6 +426,8 @@ def update_settings(
         raise BadRequest("give the start time with its time zone")
     if starts_at is not None and deadline is not None and starts_at >= deadline:
         raise BadRequest("the start time must come before the deadline")
+    if difficulty is not None and difficulty not in DIFFICULTIES:
+        raise BadRequest(f"choose a difficulty among {', '.join(DIFFICULTIES)}, or none")
     before = settings_of(problem)
     if gpu_types is not None:
         assert settings is not None, "device types are checked against the service's"
@@ -417,6 +436,7 @@ def update_settings(
     problem.starts_at = starts_at
     problem.deadline = deadline
     problem.code_public_after_deadline = code_public_after_deadline
+    problem.difficulty = difficulty
     after = settings_of(problem)
     changes = {key: [before[key], after[key]] for key in after if before[key] != after[key]}
     audit.record(
@@ -487,6 +507,7 @@ def settings_of(problem: Problem) -> dict[str, object]:
         "deadline": problem.deadline.isoformat() if problem.deadline else None,
         "code_public_after_deadline": problem.code_public_after_deadline,
         "gpu_types": list(problem.gpu_types or []),
+        "difficulty": problem.difficulty,
     }
 
 

@@ -225,17 +225,31 @@ async def create_submission(
 @router.get(
     "",
     response_model=SubmissionList,
-    responses=responses(NotAuthenticated, NotFound),
-    summary="Your own submissions, newest first",
+    responses=responses(BadRequest, NotAuthenticated, NotFound),
+    summary="Your own submissions, newest first, narrowed by problem, status and mode",
 )
 def list_submissions(
     session: SessionDep,
     user: CurrentUser,
     problem: str | None = Query(default=None, max_length=100, description="one problem's only"),
+    status: str | None = Query(
+        default=None,
+        max_length=16,
+        description="queued, running, passed, failed, error, timeout or rejected",
+    ),
+    mode: str | None = Query(
+        default=None, max_length=16, description="test, benchmark, leaderboard or profile"
+    ),
     before: Before = None,
     limit: Limit = 50,
 ) -> SubmissionList:
-    found = service.list_own(session, user, problem_name=problem, before=before, limit=limit)
+    found = service.list_own(
+        session,
+        user,
+        service.SubmissionFilter.of(problem, status=status, mode=mode),
+        before=before,
+        limit=limit,
+    )
     return SubmissionList(
         submissions=[SubmissionSummary(**summary_fields(s)) for s in found],
         next_before=next_before(found, limit),

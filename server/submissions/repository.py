@@ -48,12 +48,16 @@ def list_user_submissions(
     include_hidden: bool,
     limit: int = 200,
     problem_id: int | None = None,
+    status: str | None = None,
+    mode: str | None = None,
     before: int | None = None,
     private_problem_ids: Collection[int] | None = None,
+    on_problems: Collection[int] | None = None,
 ) -> Sequence[Submission]:
-    """Newest first; `before`: only those older than this id (the next page);
-    `private_problem_ids`: without the runs other than ranked ones on these problems. A final
-    judging's runs are the organizers', not the user's: never listed."""
+    """Newest first, narrowed by whichever of `problem_id`, `status` and `mode` are given;
+    `before`: only those older than this id (the next page); `private_problem_ids`: without
+    the runs other than ranked ones on these problems; `on_problems`: only those on these
+    problems. A final judging's runs are the organizers', not the user's: never listed."""
     query = (
         select(Submission)
         .options(joinedload(Submission.problem))
@@ -68,8 +72,14 @@ def list_user_submissions(
                 Submission.problem_id.not_in(private_problem_ids),
             )
         )
+    if on_problems is not None:
+        query = query.where(Submission.problem_id.in_(on_problems))
     if problem_id is not None:
         query = query.where(Submission.problem_id == problem_id)
+    if status is not None:
+        query = query.where(Submission.status == status)
+    if mode is not None:
+        query = query.where(Submission.mode == mode)
     return newest_page(session, query, limit, before)
 
 

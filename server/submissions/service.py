@@ -244,34 +244,10 @@ def get_visible_submission(session: Session, submission_id: int, viewer: User | 
     return submission
 
 
-def list_for_user(session: Session, user: User, viewer: User | None) -> Sequence[Submission]:
-    """A user's submissions, newest first: all of them for the user and admins, the visible
-    ones for everyone else."""
-    everything = viewer is not None and (viewer.is_admin or viewer.id == user.id)
-    return repository.list_user_submissions(
-        session,
-        user.id,
-        include_hidden=everything,
-        private_problem_ids=None if everything else private_problem_ids(session),
-    )
-
-
-def list_own(
-    session: Session, user: User, *, problem_name: str | None, before: int | None, limit: int
-) -> Sequence[Submission]:
-    """The user's own submissions, newest first (one problem's, with `problem_name`)."""
-    problem_id = None
-    if problem_name is not None:
-        problem_id = problems.get_visible_problem(session, problem_name, user).id
-    return repository.list_user_submissions(
-        session, user.id, include_hidden=True, limit=limit, problem_id=problem_id, before=before
-    )
-
-
 @dataclass(frozen=True)
 class SubmissionFilter:
-    """What an organizer narrows the list of everyone's submissions to, as given (names and
-    values; None: any)."""
+    """What a list of submissions is narrowed to, as given (names and values; None: any): an
+    organizer's list of everyone's, or a user's list of their own (which has no `user`)."""
 
     problem: str | None = None
     user: str | None = None
@@ -293,6 +269,63 @@ class SubmissionFilter:
 
         return cls(given(problem), given(user), given(status), given(mode))
 
+    @property
+    def narrows(self) -> bool:
+        return any((self.problem, self.user, self.status, self.mode))
+
+    def check(self) -> None:
+        """A status or mode that is none of ours is a BadRequest naming those there are."""
+        if self.status is not None and self.status not in tuple(Status):
+            raise BadRequest(
+                f"unknown status {self.status!r}; choose one of {', '.join(tuple(Status))}"
+            )
+        if self.mode is not None and self.mode not in MODES:
+            raise BadRequest(f"unknown mode {self.mode!r}; choose one of {', '.join(MODES)}")
+
+
+def list_for_user(session: Session, user: User, viewer: User | None) -> Sequence[Submission]:
+    """A user's submissions, newest first: all of them for the user and admins; for everyone
+    else the visible ones, on the problems they may see (``can_see``'s rule: a hidden, not
+    yet opened or not live problem's runs are not listed)."""
+    everything = viewer is not None and (viewer.is_admin or viewer.id == user.id)
+    if everything:
+        return repository.list_user_submissions(session, user.id, include_hidden=True)
+    return repository.list_user_submissions(
+        session,
+        user.id,
+        include_hidden=False,
+        private_problem_ids=private_problem_ids(session),
+        on_problems=[p.id for p in problems.list_visible_problems(session, viewer)],
+    )
+
+
+def list_own(
+    session: Session,
+    user: User,
+    narrowed: SubmissionFilter | None = None,
+    *,
+    before: int | None,
+    limit: int,
+) -> Sequence[Submission]:
+    """The user's own submissions, newest first, narrowed by problem, status and mode (its
+    `user` is not read); an unknown problem is a NotFound, a status or mode that is none of
+    ours a BadRequest naming those there are."""
+    narrowed = narrowed or SubmissionFilter()
+    narrowed.check()
+    problem_id = None
+    if narrowed.problem is not None:
+        problem_id = problems.get_visible_problem(session, narrowed.problem, user).id
+    return repository.list_user_submissions(
+        session,
+        user.id,
+        include_hidden=True,
+        limit=limit,
+        problem_id=problem_id,
+        status=narrowed.status,
+        mode=narrowed.mode,
+        before=before,
+    )
+
 
 def list_recent(
     session: Session,
@@ -304,12 +337,7 @@ def list_recent(
     """Everyone's submissions, newest first, for organizers; an unknown problem or user is a
     NotFound, a status or mode that is none of ours a BadRequest naming those there are."""
     narrowed = narrowed or SubmissionFilter()
-    if narrowed.status is not None and narrowed.status not in tuple(Status):
-        raise BadRequest(
-            f"unknown status {narrowed.status!r}; choose one of {', '.join(tuple(Status))}"
-        )
-    if narrowed.mode is not None and narrowed.mode not in MODES:
-        raise BadRequest(f"unknown mode {narrowed.mode!r}; choose one of {', '.join(MODES)}")
+    narrowed.check()
     problem = None
     if narrowed.problem is not None:
         problem = problem_repository.get_problem(session, narrowed.problem, light=True)

@@ -1,5 +1,5 @@
 """Admin pages: add problems (with the leaderboard's fate on a new version), follow and re-run
-their validation, set their start time, deadline and visibility, download their exports,
+their validation, set their start time, deadline, visibility and difficulty, download their exports,
 moderate submissions (hide, mark as hacked, re-run), moderate users (ban, make admin), and
 read the audit log of all of these."""
 
@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import UploadFile
 
+from grader.problem import DIFFICULTIES
 from grader.report import Mode, Status
 from server.audit import service as audit
 from server.deps import RowId
@@ -60,6 +61,7 @@ def render_problems(
         validations={p.id: validation.current_round(page.session, p) for p in listed},
         staged={p.id: versions.staged(p) for p in listed},
         leaderboard_choices=problems.LEADERBOARD_CHOICES,
+        difficulties=DIFFICULTIES,
         device_types=problems.service_gpu_types(page.settings),
         # The organizers' latest choice, including device types still being validated.
         offered={p.id: problems.gpu_types_next(p, page.settings) for p in listed},
@@ -145,6 +147,9 @@ def update_problem(name: str, page: AdminPage, form: PostedForm) -> HTMLResponse
             code_public_after_deadline=ticked(
                 "code_public_after_deadline", problem.code_public_after_deadline
             ),
+            difficulty=(str(form.get("difficulty") or "") or None)
+            if "difficulty" in form
+            else problem.difficulty,
             starts_at=moment("starts_at", problem.starts_at),
             # The form lists the device types as checkboxes; a form without them keeps them.
             gpu_types=[str(g) for g in form.getlist("gpu_types")]

@@ -1,11 +1,12 @@
-"""Public pages: the problems, a problem, its leaderboards, submitting by form and watching
-a submission grade."""
+"""Public pages: the problems, a problem, its leaderboards, submitting by form, watching a
+submission grade, and a signed-in user's own submissions."""
 
 from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -17,7 +18,7 @@ from grader.report import Mode, Status
 from server import anonymous, downloads
 from server.cache import Lru
 from server.client.figures import labels
-from server.deps import RowId
+from server.deps import MAX_ROW_ID, RowId
 from server.errors import (
     BadRequest,
     Conflict,
@@ -52,6 +53,8 @@ LIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
 # The problem page shows the top of its leaderboard; the leaderboard page, this many.
 PROBLEM_PAGE_ENTRIES = 10
 LEADERBOARD_PAGE_ENTRIES = 1000
+# My submissions shows this many a page.
+MY_SUBMISSIONS_PAGE = 50
 
 # Problems' folders as read, by name and content digest; their descriptions as HTML.
 _descriptions: Lru[Markup] = Lru(64)
@@ -394,6 +397,51 @@ def withheld_note(
         "Output and error details of a leaderboard-mode run are withheld: the ranked inputs "
         "stay secret. Submit the same code in test or benchmark mode to see them."
     )
+
+
+@router.get("/submissions/mine", response_class=HTMLResponse)
+def my_submissions(
+    page: SignedInPage,
+    problem: str | None = Query(default=None, max_length=100),
+    status: str | None = Query(default=None, max_length=16),
+    mode: str | None = Query(default=None, max_length=16),
+    before: int | None = Query(default=None, ge=1, le=MAX_ROW_ID),
+) -> HTMLResponse:
+    """The viewer's own submissions, newest first, a page at a time, narrowed by the filter
+    form's fields as the API narrows them; a filter naming nothing there is is said above an
+    empty list (404 or 422, as the API answers it)."""
+    assert page.viewer is not None
+    narrowed = submissions.SubmissionFilter.of(problem, status=status, mode=mode)
+    error, status_code = None, 200
+    try:
+        listed = submissions.list_own(
+            page.session, page.viewer, narrowed, before=before, limit=MY_SUBMISSIONS_PAGE
+        )
+    except KernelJudgeError as exc:
+        listed, error, status_code = [], exc.detail, exc.status_code
+    older = listed[-1].id if len(listed) == MY_SUBMISSIONS_PAGE else None
+    return page.render(
+        "my_submissions.html",
+        status_code=status_code,
+        submissions=listed,
+        narrowed=narrowed,
+        filter_error=error,
+        paged=before is not None,
+        # The next page: these filters, older than the last id shown; and back to the first.
+        older_href=my_submissions_href(narrowed, older) if older else None,
+        newest_href=my_submissions_href(narrowed) if before is not None else None,
+        problem_names=[p.name for p in problems.list_visible_problems(page.session, page.viewer)],
+        statuses=[status.value for status in Status],
+        modes=[mode.value for mode in Mode],
+    )
+
+
+def my_submissions_href(narrowed: submissions.SubmissionFilter, before: int | None = None) -> str:
+    fields = {"problem": narrowed.problem, "status": narrowed.status, "mode": narrowed.mode}
+    query = urlencode(
+        {key: value for key, value in {**fields, "before": before}.items() if value is not None}
+    )
+    return f"/submissions/mine?{query}" if query else "/submissions/mine"
 
 
 @router.get("/submissions/{submission_id}", response_class=HTMLResponse)

@@ -6,14 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
+from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, MetaData, Table, create_engine, text
 from sqlalchemy.orm import Session
 
 from server.db import alembic_config
-from server.models import Competition, CompetitionProblem, Problem, User
+from server.models import Competition, CompetitionProblem, User, utcnow
 
 
 @contextmanager
@@ -28,24 +29,40 @@ def at_revision(url: str, revision: str) -> Iterator[tuple[Config, Engine]]:
         engine.dispose()
 
 
-def vectoradd() -> Problem:
-    return Problem(name="vectoradd", files={}, files_sha256="0" * 64, secret_seed=1)
+def add_vectoradd(engine: Engine) -> None:
+    """Problem 1 (vectoradd), as the problems table of the database's revision takes it: the
+    model has columns later revisions added."""
+    problems = Table("problems", MetaData(), autoload_with=engine)
+    now = utcnow()
+    values: dict[str, Any] = {
+        "name": "vectoradd", "description": "", "files": {}, "files_sha256": "0" * 64,
+        "version": 1, "gpu_types": [], "secret_seed": 1, "is_public": True,
+        "code_public_after_deadline": False, "status": "live", "validation_attempt": 0,
+        "leaderboard_from_version": 1, "solutions": {}, "leaderboard_revision": 0,
+        "created_at": now, "updated_at": now,
+    }  # fmt: skip
+    with engine.begin() as connection:
+        connection.execute(
+            problems.insert().values({k: v for k, v in values.items() if k in problems.c})
+        )
 
 
-def sprint(problem: Problem, now: datetime) -> Competition:
-    """A one-problem competition open for a day, on the CPU, one member a team."""
+def sprint(now: datetime) -> Competition:
+    """A one-problem competition (on problem 1) open for a day, on the CPU, one member a
+    team."""
     return Competition(
         name="sprint", title="Sprint", gpu_type="cpu", opens_at=now,
         closes_at=now + timedelta(days=1), scoring="rank_points", team_size=1,
-        final_runs=5, problems=[CompetitionProblem(problem=problem, position=0)],
+        final_runs=5, problems=[CompetitionProblem(problem_id=1, position=0)],
     )  # fmt: skip
 
 
 def add_ada_and_vectoradd(engine: Engine) -> None:
     """User 1 (ada) and problem 1 (vectoradd)."""
     with Session(engine) as db:
-        db.add_all([User(name="ada"), vectoradd()])
+        db.add(User(name="ada"))
         db.commit()
+    add_vectoradd(engine)
 
 
 def insert_passed_submission(engine: Engine, *, mode: str, gpu: str, score: float | None) -> None:

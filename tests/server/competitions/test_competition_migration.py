@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from server.models import Competition, CompetitionProblem, Problem, Team, TeamMember, User, utcnow
-from tests.server.migrating import at_revision, vectoradd
+from tests.server.migrating import add_vectoradd, at_revision
 
 TABLES = {"competitions", "competition_problems", "teams", "team_members"}
 
@@ -22,8 +22,8 @@ def test_the_competition_tables_come_and_go_with_their_revision(url: str) -> Non
     with at_revision(url, "0016") as (config, engine):
         with Session(engine) as db:
             db.add_all([User(name="ada"), User(name="bob")])
-            db.add(vectoradd())
             db.commit()
+        add_vectoradd(engine)
         command.upgrade(config, "head")
         with engine.connect() as connection:
             assert set(inspect(connection).get_table_names()) >= TABLES

@@ -16,7 +16,7 @@ from server.models import (
     User,
     utcnow,
 )
-from tests.server.migrating import at_revision, sprint, vectoradd
+from tests.server.migrating import add_vectoradd, at_revision, sprint
 
 TABLES = {"judgings", "judging_runs"}
 
@@ -24,9 +24,10 @@ TABLES = {"judgings", "judging_runs"}
 def test_the_judging_tables_come_and_go_with_their_revision(url: str) -> None:
     now = utcnow()
     with at_revision(url, "0017") as (config, engine):
+        add_vectoradd(engine)
         with Session(engine) as db:
             ada = User(name="ada")
-            competition = sprint(vectoradd(), now)
+            competition = sprint(now)
             db.add_all([ada, competition])
             db.flush()
             db.add(Team(competition_id=competition.id, name="ada", invite_code="a" * 22))

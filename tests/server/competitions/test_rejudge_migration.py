@@ -15,15 +15,16 @@ from server.models import (
     User,
     utcnow,
 )
-from tests.server.migrating import at_revision, sprint, vectoradd
+from tests.server.migrating import add_vectoradd, at_revision, sprint
 
 
 def test_judgings_become_review_sets_of_either_kind(url: str) -> None:
     now = utcnow()
     with at_revision(url, "0020") as (config, engine):
+        add_vectoradd(engine)
         with Session(engine) as db:
             db.add(User(name="ada"))
-            competition = sprint(vectoradd(), now)
+            competition = sprint(now)
             db.add(competition)
             db.commit()
         with engine.begin() as connection:

@@ -18,9 +18,10 @@ from sqlalchemy import Connection, MetaData, Table, create_engine, inspect
 from sqlalchemy.orm import Session
 
 from server.db import alembic_config, migrate
-from server.models import Base, Problem, Submission, User, utcnow
+from server.models import Base, Submission, utcnow
 from server.submissions import disclosure, reports
 from tests.server.conftest import PASSED_REPORT as REPORT
+from tests.server.migrating import add_ada_and_vectoradd
 from tests.server.rows import submission_row
 from tests.services import fresh_postgres_database
 
@@ -79,12 +80,8 @@ def graded_before_runs_went(url: str) -> int:
     the submission, each case again as a `runs` row. Its id."""
     engine = create_engine(url)
     try:
-        with Session(engine) as db:
-            user = User(name="ada")
-            problem = Problem(name="vectoradd", files={}, files_sha256="0" * 64, secret_seed=1)
-            db.add_all([user, problem])
-            db.commit()
-            user_id, problem_id = user.id, problem.id
+        add_ada_and_vectoradd(engine)
+        user_id, problem_id = 1, 1
         with engine.begin() as connection:
             # Through the table as it stands at that revision: today's model has columns more.
             submissions = Table(
