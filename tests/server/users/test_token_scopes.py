@@ -83,3 +83,33 @@ async def test_an_expired_token_is_refused_as_expired(client: httpx.AsyncClient)
     expired = await client.get("/api/v1/submissions", headers=headers)
     assert expired.status_code == 401
     assert "expired" in expired.json()["detail"]
+
+
+async def test_the_cli_makes_tokens_with_scopes_and_an_expiry(client: httpx.AsyncClient) -> None:
+    from typer.testing import CliRunner
+
+    from server.cli import app
+
+    runner = CliRunner()
+    name = make_user("cli")[0] + "-added"
+    added = runner.invoke(
+        app, ["user", "add", name, "--scope", "read", "--expires-days", "7"], catch_exceptions=False
+    )
+    assert added.exit_code == 0, added.output
+    read_only = {"Authorization": f"Bearer {added.stdout.strip().splitlines()[-1]}"}
+    assert (await client.get("/api/v1/submissions", headers=read_only)).status_code == 200
+    refused = await client.post(
+        "/api/v1/submissions", json={"problem": "vectoradd", "code": CODE}, headers=read_only
+    )
+    assert refused.status_code == 403
+
+    made = runner.invoke(app, ["user", "token", name, "--scope", "submit", "--scope", "read"])
+    assert made.exit_code == 0, made.output
+    submitter = {"Authorization": f"Bearer {made.stdout.strip().splitlines()[-1]}"}
+    sent = await client.post(
+        "/api/v1/submissions", json={"problem": "vectoradd", "code": CODE}, headers=submitter
+    )
+    assert sent.status_code == 202, sent.text
+
+    wrong = runner.invoke(app, ["user", "token", name, "--scope", "admin"])
+    assert wrong.exit_code == 1 and "only an admin's token" in wrong.output
