@@ -4,6 +4,7 @@ admin's token may have `admin`."""
 
 from __future__ import annotations
 
+import secrets
 from datetime import timedelta
 
 import httpx
@@ -91,7 +92,7 @@ async def test_the_cli_makes_tokens_with_scopes_and_an_expiry(client: httpx.Asyn
     from server.cli import app
 
     runner = CliRunner()
-    name = make_user("cli")[0] + "-added"
+    name = f"cli-{secrets.token_hex(4)}"
     added = runner.invoke(
         app, ["user", "add", name, "--scope", "read", "--expires-days", "7"], catch_exceptions=False
     )
