@@ -138,11 +138,16 @@ async def test_deleting_an_account_takes_it_off_the_board_and_ends_its_access(
 async def test_the_last_admin_cannot_delete_their_account(client: httpx.AsyncClient) -> None:
     first, first_token = make_user("boss", admin=True)
     second, second_token = make_user("boss", admin=True)
-    with session_scope() as session:  # only these two are admins now
-        session.execute(
-            update(User).where(User.name.not_in((first, second))).values(is_admin=False)
-        )
-    assert (await delete_account(client, first_token)).status_code == 204
-    last = await delete_account(client, second_token)
-    assert last.status_code == 409
-    assert "last admin" in last.json()["detail"]
+    with session_scope() as session:  # only these two are admins for now
+        others = session.scalars(
+            select(User.id).where(User.is_admin, User.name.not_in((first, second)))
+        ).all()
+        session.execute(update(User).where(User.id.in_(others)).values(is_admin=False))
+    try:
+        assert (await delete_account(client, first_token)).status_code == 204
+        last = await delete_account(client, second_token)
+        assert last.status_code == 409
+        assert "last admin" in last.json()["detail"]
+    finally:
+        with session_scope() as session:
+            session.execute(update(User).where(User.id.in_(others)).values(is_admin=True))
