@@ -33,6 +33,7 @@ from server.security_headers import SecurityHeaders, script_hashes
 from server.settings import get_settings
 from server.submissions.admin_endpoints import router as submission_admin_router
 from server.submissions.endpoints import router as submissions_router
+from server.users.endpoints import account_router
 from server.users.endpoints import router as user_admin_router
 from server.web import errors as web_errors
 from server.web.accounts import router as accounts_router
@@ -183,6 +184,7 @@ def create_app() -> FastAPI:
     app.include_router(rejudge_router)
     app.include_router(audit_router)
     app.include_router(submission_admin_router)
+    app.include_router(account_router)
     app.include_router(user_admin_router)
     app.include_router(pages_router)
     app.include_router(competition_pages_router)

@@ -337,6 +337,20 @@ def grade(
     raise typer.Exit(0 if report.status == Status.PASSED else 1)
 
 
+ScopeOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--scope",
+        help="what the token may do: read, submit or admin (an admin's only); repeat for "
+        "more; default: all the user may",
+    ),
+]
+ExpiresDaysOption = Annotated[
+    int | None,
+    typer.Option("--expires-days", help="the token stops working after this many days"),
+]
+
+
 @user_app.command("add")
 @needs("server")
 def user_add(
@@ -346,6 +360,8 @@ def user_add(
         bool,
         typer.Option("--password-stdin", help="read a password for the web pages from stdin"),
     ] = False,
+    scope: ScopeOption = None,
+    expires_days: ExpiresDaysOption = None,
 ) -> None:
     """Create a user; the last line printed is a new API token (shown only once)."""
     from server.db import session_scope
@@ -357,11 +373,47 @@ def user_add(
     try:
         with session_scope() as session:
             user = create_user(session, name, is_admin=admin, password=password)
-            token = issue_token(session, user, label="created by 'kerneljudge user add'")
+            token = issue_token(
+                session,
+                user,
+                label="created by 'kerneljudge user add'",
+                scope_names=scope,
+                expires_days=expires_days,
+            )
     except KernelJudgeError as exc:
         err.print(f"[red]error:[/] {exc.detail}")
         raise typer.Exit(1) from exc
     err.print(f"created {'admin ' if admin else ''}user {name!r}; API token:")
+    typer.echo(token)
+
+
+@user_app.command("token")
+@needs("server")
+def user_token(
+    name: Annotated[str, typer.Argument(help="the user's name")],
+    label: Annotated[str, typer.Option(help="what the token is for")] = "created by the CLI",
+    scope: ScopeOption = None,
+    expires_days: ExpiresDaysOption = None,
+) -> None:
+    """Make another API token for a user; the last line printed is the token (shown once)."""
+    from server.db import session_scope
+    from server.errors import KernelJudgeError
+    from server.users.service import get_user, issue_token
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            token = issue_token(
+                session,
+                get_user(session, name),
+                label=label[:100],
+                scope_names=scope,
+                expires_days=expires_days,
+            )
+    except KernelJudgeError as exc:
+        err.print(f"[red]error:[/] {exc.detail}")
+        raise typer.Exit(1) from exc
+    err.print(f"a new API token for {name!r}:")
     typer.echo(token)
 
 

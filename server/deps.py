@@ -14,6 +14,7 @@ from server.db import session_scope
 from server.errors import Forbidden, NotAuthenticated
 from server.models import User
 from server.settings import Settings, get_settings
+from server.users.scopes import Scope
 from server.users.service import authenticate
 
 # The largest id a row may have (the id columns are PostgreSQL integers): a larger one in
@@ -54,14 +55,21 @@ TokenCredentials = Annotated[HTTPAuthorizationCredentials, Depends(require_token
 
 
 def get_current_user(session: SessionDep, credentials: TokenCredentials) -> User:
-    return authenticate(session, credentials.credentials)
+    return authenticate(session, credentials.credentials, Scope.READ)
+
+
+def get_submitting_user(session: SessionDep, credentials: TokenCredentials) -> User:
+    """The user of a token with the ``submit`` scope: for what a competitor sends."""
+    return authenticate(session, credentials.credentials, Scope.SUBMIT)
 
 
 T = TypeVar("T")
 
 
 async def as_token_user(
-    credentials: HTTPAuthorizationCredentials, work: Callable[[Session, User], T]
+    credentials: HTTPAuthorizationCredentials,
+    work: Callable[[Session, User], T],
+    scope: Scope = Scope.READ,
 ) -> T:
     """`work` for the token's user, in one unit of work committed before it returns, on one
     thread of the pool: what SessionDep and CurrentUser do, for the routes a client polls
@@ -70,12 +78,13 @@ async def as_token_user(
 
     def unit_of_work() -> T:
         with session_scope() as session:
-            return work(session, authenticate(session, credentials.credentials))
+            return work(session, authenticate(session, credentials.credentials, scope))
 
     return await run_in_threadpool(unit_of_work)
 
 
-def get_admin_user(user: Annotated[User, Depends(get_current_user)]) -> User:
+def get_admin_user(session: SessionDep, credentials: TokenCredentials) -> User:
+    user = authenticate(session, credentials.credentials, Scope.ADMIN)
     if not user.is_admin:
         raise Forbidden("this needs an admin's token")
     return user
@@ -83,4 +92,5 @@ def get_admin_user(user: Annotated[User, Depends(get_current_user)]) -> User:
 
 OptionalUser = Annotated[User | None, Depends(get_optional_user)]
 CurrentUser = Annotated[User, Depends(get_current_user)]
+SubmittingUser = Annotated[User, Depends(get_submitting_user)]
 AdminUser = Annotated[User, Depends(get_admin_user)]

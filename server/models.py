@@ -125,6 +125,10 @@ class ApiToken(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # What it may do (server.users.scopes.Scope), space-separated as OAuth writes scopes.
+    scopes: Mapped[str] = mapped_column(NulFreeString(32), server_default="read submit")
+    # After it the token is refused as expired; None: it lasts until revoked.
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     user: Mapped[User] = relationship(back_populates="tokens")
 

@@ -44,6 +44,11 @@ def reason_for(session: Session, action: str, target_type: str, target: str) -> 
     return reason if isinstance(reason, str) else None
 
 
+def happened(session: Session, action: str, target_type: str, target: str) -> bool:
+    """Whether the log holds such an action on the target."""
+    return repository.latest_entry(session, action, target_type, target) is not None
+
+
 def record(
     session: Session,
     actor: User | None,

@@ -16,6 +16,7 @@ from server.db import session_scope
 from server.deps import RowId, SettingsDep, TokenCredentials, as_token_user
 from server.errors import (
     BadRequest,
+    Forbidden,
     NotAuthenticated,
     NotFound,
     PayloadTooLarge,
@@ -39,7 +40,7 @@ LOOK_EVERY_S = (0.2, 0.5, 1.0)
     response_model=BatchAccepted,
     # callback_secret only where there is one.
     response_model_exclude_none=True,
-    responses=responses(BadRequest, PayloadTooLarge, NotAuthenticated, TooManyRequests),
+    responses=responses(BadRequest, PayloadTooLarge, NotAuthenticated, Forbidden, TooManyRequests),
     summary="Send many submissions at once (a trainer's candidates)",
 )
 async def create_batch(

@@ -30,7 +30,7 @@ from server.competitions.schemas import (
 )
 from server.competitions.scoring import Scoring
 from server.competitions.standings import Board, Row, board
-from server.deps import AdminUser, CurrentUser, OptionalUser, SessionDep, SettingsDep
+from server.deps import AdminUser, OptionalUser, SessionDep, SettingsDep, SubmittingUser
 from server.errors import BadRequest, Conflict, Forbidden, NotAuthenticated, NotFound, responses
 from server.exports import service as exports
 from server.models import Competition, CompetitionProblem, Team, User
@@ -144,17 +144,17 @@ def entry_route(
     "Form a team: you register and join it; others join with its invite code",
     status_code=201,
 )
-def create_team(name: str, body: TeamCreate, session: SessionDep, user: CurrentUser) -> TeamOut:
+def create_team(name: str, body: TeamCreate, session: SessionDep, user: SubmittingUser) -> TeamOut:
     return team_out(service.create_team(session, name, user, body.name))
 
 
 @entry_route("/{name}/join", "Join a team with its invite code (which registers you)")
-def join_team(name: str, body: JoinRequest, session: SessionDep, user: CurrentUser) -> TeamOut:
+def join_team(name: str, body: JoinRequest, session: SessionDep, user: SubmittingUser) -> TeamOut:
     return team_out(service.join_team(session, name, user, body.invite))
 
 
 @entry_route("/{name}/register", "Enter alone: a team of one named after you")
-def register(name: str, session: SessionDep, user: CurrentUser) -> TeamOut:
+def register(name: str, session: SessionDep, user: SubmittingUser) -> TeamOut:
     return team_out(service.register_alone(session, name, user))
 
 

@@ -49,6 +49,7 @@ from server.submissions.schemas import (
     SubmissionOut,
     SubmissionSummary,
 )
+from server.users.scopes import Scope
 
 # Keyset pagination of submission lists, newest first.
 Before = Annotated[int | None, Query(ge=1, le=MAX_ROW_ID, description="older than this id")]
@@ -162,10 +163,10 @@ async def accept_once(
     response: Response,
     accept: Callable[[Session, User], tuple[T, bool]],
 ) -> T:
-    """What ``accept`` made for the token's user, committed (and its gradings sent) before
-    the response leaves; a replay of a request made under the same Idempotency-Key says so
-    in a header."""
-    accepted, replayed = await as_token_user(credentials, accept)
+    """What ``accept`` made for the user of a token with the ``submit`` scope, committed
+    (and its gradings sent) before the response leaves; a replay of a request made under
+    the same Idempotency-Key says so in a header."""
+    accepted, replayed = await as_token_user(credentials, accept, Scope.SUBMIT)
     if replayed:
         response.headers["Idempotent-Replayed"] = "true"
     return accepted

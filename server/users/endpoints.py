@@ -1,16 +1,85 @@
-"""Routes for organizers: moderating a user (ban, unban, make or revoke admin), with the
-reason a banned user is told."""
+"""Routes for a user's own account (a new password, deleting it) and for organizers:
+moderating a user (ban, unban, make or revoke admin), with the reason a banned user is told."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
 
-from server.deps import AdminUser, SessionDep
-from server.errors import BadRequest, Forbidden, NotAuthenticated, NotFound, responses
-from server.users import service
+from server.deps import AdminUser, CurrentUser, SessionDep, SettingsDep
+from server.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotAuthenticated,
+    NotFound,
+    TooManyRequests,
+    responses,
+)
+from server.users import accounts, service
 
 router = APIRouter(prefix="/api/v1/admin/users", tags=["admin"])
+account_router = APIRouter(prefix="/api/v1/users/me", tags=["account"])
+
+
+class PasswordChange(BaseModel):
+    current_password: str = Field(max_length=4096)
+    new_password: str = Field(
+        max_length=4096, description="the sign-up rules hold: 8 to 1024 characters"
+    )
+
+
+class AccountDeletion(BaseModel):
+    password: str = Field(max_length=4096, description="your current password, to confirm")
+
+
+def address_of(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+@account_router.post(
+    "/password",
+    status_code=204,
+    responses=responses(BadRequest, NotAuthenticated, Forbidden, TooManyRequests),
+    summary="Change your password (your current one confirms it); your browsers are signed out",
+)
+def change_password(
+    body: PasswordChange,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    user: CurrentUser,
+) -> Response:
+    try:
+        accounts.change_password(
+            session, settings, user, body.current_password, body.new_password, address_of(request)
+        )
+    except (Forbidden, TooManyRequests):
+        session.commit()  # a wrong password counts as a failed log-in, though this fails
+        raise
+    return Response(status_code=204)
+
+
+@account_router.delete(
+    "",
+    status_code=204,
+    responses=responses(NotAuthenticated, Forbidden, Conflict, TooManyRequests),
+    summary="Delete your account (your password confirms it): it leaves every board, its "
+    "tokens stop working, its name stays taken",
+)
+def delete_account(
+    body: AccountDeletion,
+    request: Request,
+    session: SessionDep,
+    settings: SettingsDep,
+    user: CurrentUser,
+) -> Response:
+    try:
+        accounts.delete_account(session, settings, user, body.password, address_of(request))
+    except (Forbidden, TooManyRequests):
+        session.commit()  # a wrong password counts as a failed log-in, though this fails
+        raise
+    return Response(status_code=204)
 
 
 class UserModeration(BaseModel):

@@ -12,7 +12,7 @@ from sqlalchemy import and_, bindparam, delete, func, or_, select, update
 from sqlalchemy.orm import Session, joinedload
 
 from server.db import get_engine
-from server.models import ApiToken, LoginAttempt, User, WebSession
+from server.models import ApiToken, LoginAttempt, PasswordReset, User, WebSession
 
 log = logging.getLogger(__name__)
 # One background writer for token use: a request never waits on it, nor holds the token's
@@ -83,6 +83,34 @@ def _write_uses() -> None:
         log.warning("could not record the use of %d tokens", len(rows), exc_info=True)
 
 
+def count_other_admins(session: Session, user_id: int) -> int:
+    """Admins other than this user who can still act (not banned, not deleted)."""
+    return (
+        session.scalar(
+            select(func.count())
+            .select_from(User)
+            .where(User.is_admin.is_(True), User.is_banned.is_(False), User.id != user_id)
+        )
+        or 0
+    )
+
+
+def revoke_tokens(session: Session, user_id: int, at: datetime) -> None:
+    session.execute(
+        update(ApiToken)
+        .where(ApiToken.user_id == user_id, ApiToken.revoked_at.is_(None))
+        .values(revoked_at=at)
+    )
+
+
+def end_password_resets(session: Session, user_id: int, at: datetime) -> None:
+    session.execute(
+        update(PasswordReset)
+        .where(PasswordReset.user_id == user_id, PasswordReset.ended_at.is_(None))
+        .values(ended_at=at)
+    )
+
+
 def list_tokens(session: Session, user_id: int) -> Sequence[ApiToken]:
     return session.scalars(
         select(ApiToken).where(ApiToken.user_id == user_id).order_by(ApiToken.id.desc())
@@ -138,12 +166,20 @@ def get_open_web_session(session: Session, key_hash: str, since: datetime) -> We
 
 
 def end_web_sessions(
-    session: Session, ended_at: datetime, *, user_id: int | None = None, key_hash: str | None = None
+    session: Session,
+    ended_at: datetime,
+    *,
+    user_id: int | None = None,
+    key_hash: str | None = None,
+    except_key_hash: str | None = None,
 ) -> None:
-    """End the open sessions with this key, or all of this user's."""
+    """End the open sessions with this key, or all of this user's (but the one with
+    ``except_key_hash``)."""
     query = update(WebSession).where(WebSession.ended_at.is_(None))
     if key_hash is not None:
         query = query.where(WebSession.key_hash == key_hash)
     if user_id is not None:
         query = query.where(WebSession.user_id == user_id)
+    if except_key_hash is not None:
+        query = query.where(WebSession.key_hash != except_key_hash)
     session.execute(query.values(ended_at=ended_at))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from argon2 import PasswordHasher
@@ -26,7 +26,8 @@ from server.errors import (
 from server.leaderboards import upkeep
 from server.models import ApiToken, User, WebSession, utcnow
 from server.settings import Settings
-from server.users import repository
+from server.users import repository, scopes
+from server.users.scopes import Scope
 
 TOKEN_PREFIX = "kj_"
 USER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -81,17 +82,7 @@ def log_in(session: Session, settings: Settings, name: str, password: str, addre
     recorded in the database and limited over ``login_window_s`` per name from one address,
     and per address: the guesser is slowed where it guesses from, and the owner, elsewhere,
     is never locked out by someone else's wrong passwords."""
-    now = utcnow()
-    since = now - timedelta(seconds=settings.login_window_s)
-    for_name_here, here = repository.count_failed_logins(
-        session, user_name=name[:64], address=address[:64], since=since
-    )
-    if for_name_here >= settings.login_max_failures or (
-        here >= settings.login_max_failures_per_address
-    ):
-        raise TooManyRequests(
-            "too many failed log-ins from here; wait a few minutes before trying again"
-        )
+    since = refuse_after_failures(session, settings, name, address)
     user = repository.get_user_by_name(session, name)
     if not verify_password(user, password):
         repository.add_failed_login(session, user_name=name[:64], address=address[:64])
@@ -105,6 +96,24 @@ def log_in(session: Session, settings: Settings, name: str, password: str, addre
         session, user_name=name[:64], address=address[:64], before=since
     )
     return user
+
+
+def refuse_after_failures(
+    session: Session, settings: Settings, name: str, address: str
+) -> datetime:
+    """TooManyRequests where this name from this address, or this address, failed to log in
+    too often lately; else the start of the window the failures are counted over."""
+    since = utcnow() - timedelta(seconds=settings.login_window_s)
+    for_name_here, here = repository.count_failed_logins(
+        session, user_name=name[:64], address=address[:64], since=since
+    )
+    if for_name_here >= settings.login_max_failures or (
+        here >= settings.login_max_failures_per_address
+    ):
+        raise TooManyRequests(
+            "too many failed log-ins from here; wait a few minutes before trying again"
+        )
+    return since
 
 
 def verify_password(user: User | None, password: str) -> bool:
@@ -172,16 +181,41 @@ def end_web_session(session: Session, key: object) -> None:
         repository.end_web_sessions(session, utcnow(), key_hash=hash_token(key))
 
 
-def end_all_web_sessions(session: Session, user: User) -> None:
-    """Log out everywhere: every browser signed in as `user` is signed out."""
-    repository.end_web_sessions(session, utcnow(), user_id=user.id)
+def end_all_web_sessions(session: Session, user: User, *, but: object = None) -> None:
+    """Log out everywhere: every browser signed in as `user` is signed out, but the one
+    whose session key is ``but``, where given."""
+    repository.end_web_sessions(
+        session,
+        utcnow(),
+        user_id=user.id,
+        except_key_hash=hash_token(but) if isinstance(but, str) else None,
+    )
 
 
-def issue_token(session: Session, user: User, label: str = "") -> str:
-    """Create a token and return it; only its hash is kept, so this is the one chance to see it."""
+def issue_token(
+    session: Session,
+    user: User,
+    label: str = "",
+    *,
+    scope_names: Iterable[str] | None = None,
+    expires_days: int | None = None,
+) -> str:
+    """Create a token with these scopes (None: all its user may use) lasting this many days
+    (None: until revoked) and return it; only its hash is kept, so this is the one chance to
+    see it."""
+    chosen = scopes.default_for(user) if scope_names is None else scopes.parse(scope_names, user)
+    now = utcnow()
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     session.add(
-        ApiToken(user_id=user.id, token_hash=hash_token(token), prefix=token[:10], label=label)
+        ApiToken(
+            user_id=user.id,
+            token_hash=hash_token(token),
+            prefix=token[:10],
+            label=label,
+            scopes=" ".join(chosen),
+            created_at=now,
+            expires_at=scopes.expiry(expires_days, now),
+        )
     )
     session.flush()
     return token
@@ -199,13 +233,15 @@ def revoke_token(session: Session, user: User, token_id: int) -> None:
         token.revoked_at = utcnow()
 
 
-def authenticate(session: Session, token: str) -> User:
+def authenticate(session: Session, token: str, scope: Scope = Scope.READ) -> User:
+    """The token's user, where the token may be used for ``scope`` (server/users/scopes.py)."""
     record = repository.get_active_token(session, hash_token(token))
     if record is None:
         raise NotAuthenticated("the API token is unknown or revoked")
+    now = utcnow()
+    scopes.check(record, scope, now)
     if record.user.is_banned:
         raise Forbidden(banned_message(session, record.user))
-    now = utcnow()
     if record.last_used_at is None or record.last_used_at < now - TOKEN_USE_RESOLUTION:
         repository.record_token_use(record.id, now, older_than=now - TOKEN_USE_RESOLUTION)
     return record.user
@@ -224,12 +260,20 @@ def list_users(session: Session) -> Sequence[User]:
 
 
 USER_MODERATIONS = ("ban", "unban", "make_admin", "revoke_admin")
+# The audit log's action of a user deleting their own account.
+DELETED = "user.delete"
 
 
 def banned_reason(session: Session, user: User) -> str | None:
     """Why the organizers banned the user, as the audit log keeps it (None: not banned, or
     banned before reasons were asked)."""
     return audit.reason_for(session, "user.ban", "user", user.name) if user.is_banned else None
+
+
+def is_deleted(session: Session, user: User) -> bool:
+    """Whether the user deleted their account (server/users/accounts.py): a deleted account
+    is banned, and the audit log says why."""
+    return user.is_banned and audit.happened(session, DELETED, "user", user.name)
 
 
 def banned_message(session: Session, user: User) -> str:
@@ -248,6 +292,8 @@ def moderate_user(
         raise BadRequest(f"unknown action {action!r}; choose one of {', '.join(USER_MODERATIONS)}")
     reason = audit.reason_of(action, reason, ("ban",))
     user = get_user_by_id(session, user_id)
+    if is_deleted(session, user):
+        raise Conflict(f"{user.name!r} deleted their account; it stays as it is")
     if user.id == admin.id and action in ("ban", "revoke_admin"):
         raise BadRequest("you cannot ban yourself or take away your own admin rights")
     if action == "ban":

@@ -1,4 +1,5 @@
-"""Account pages: sign up, log in, log out, a user's submissions and API tokens."""
+"""Account pages: sign up, log in, log out, a user's submissions, API tokens, a new
+password and deleting the account."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from server.errors import (
     TooManyRequests,
 )
 from server.submissions import service as submissions
-from server.users import mail, resets
+from server.users import accounts, mail, resets, scopes
 from server.users import service as users
 from server.web.page import Page, PageDep, SignedInPage
-from server.web.sessions import PostedForm, sign_in, sign_out
+from server.web.sessions import SESSION_KEY, PostedForm, sign_in, sign_out
 
 router = APIRouter(include_in_schema=False)
 
@@ -70,7 +71,10 @@ def login_form(
     next: str | None = Query(default=None),
     done: str | None = Query(default=None, max_length=16),
 ) -> HTMLResponse:
-    message = "Your new password is set; log in with it." if done == "reset" else ""
+    message = {
+        "reset": "Your new password is set; log in with it.",
+        "deleted": "Your account is deleted.",
+    }.get(done or "", "")
     return page.render(
         "login.html",
         values={},
@@ -141,10 +145,13 @@ def reset_password(
 def login(request: Request, page: PageDep, form: PostedForm) -> HTMLResponse | RedirectResponse:
     name = str(form.get("name") or "").strip()
     next_path = safe_next(str(form.get("next") or ""))
-    address = request.client.host if request.client else "unknown"
     try:
         user = users.log_in(
-            page.session, page.settings, name, str(form.get("password") or ""), address
+            page.session,
+            page.settings,
+            name,
+            str(form.get("password") or ""),
+            client_address(request),
         )
     except (NotAuthenticated, Forbidden, TooManyRequests) as exc:
         # The failure must be recorded even though the page reports an error.
@@ -181,14 +188,21 @@ def account(page: SignedInPage) -> RedirectResponse:
     return page.redirect(f"/users/{quote(page.viewer.name)}")
 
 
-def render_user(page: Page, name: str) -> HTMLResponse:
+def render_user(
+    page: Page, name: str, status_code: int = 200, errors: dict[str, str] | None = None
+) -> HTMLResponse:
+    """A user's page; on your own, its forms, with ``errors`` by field after a refused one."""
     user = users.get_user(page.session, name)
     if user.is_banned and not (page.viewer and page.viewer.is_admin):
         raise NotFound(f"no user named {name!r}")
     own = page.viewer is not None and page.viewer.id == user.id
     return page.render(
         "user.html",
+        status_code=status_code,
+        errors=errors or {},
+        scopes=list(scopes.Scope),
         user=user,
+        deleted=users.is_deleted(page.session, user),
         own=own,
         submissions=submissions.list_for_user(page.session, user, page.viewer),
         # Problems whose test and benchmark runs only the author and organizers see now.
@@ -203,13 +217,25 @@ def user_page(name: str, page: PageDep) -> HTMLResponse:
     return render_user(page, name)
 
 
-@router.post("/account/tokens")
-def create_token(page: SignedInPage, form: PostedForm) -> RedirectResponse:
+@router.post("/account/tokens", response_model=None)
+def create_token(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectResponse:
     """Shown on the page after this once (reloading that page mints no other); only its
     hash is kept."""
     assert page.viewer is not None
     label = str(form.get("label") or "").strip()[:100] or "web"
-    token = users.issue_token(page.session, page.viewer, label=label)
+    days = str(form.get("expires_days") or "").strip()
+    try:
+        if days and not days.isdigit():
+            raise BadRequest("the expiry is a whole number of days, or empty for none")
+        token = users.issue_token(
+            page.session,
+            page.viewer,
+            label=label,
+            scope_names=[str(name) for name in form.getlist("scope")],
+            expires_days=int(days) if days else None,
+        )
+    except KernelJudgeError as exc:
+        return render_user(page, page.viewer.name, exc.status_code, {"tokens": exc.detail})
     return page.redirect(f"/users/{quote(page.viewer.name)}#tokens", token=token)
 
 
@@ -218,3 +244,64 @@ def revoke_token(token_id: RowId, page: SignedInPage, form: PostedForm) -> Redir
     assert page.viewer is not None
     users.revoke_token(page.session, page.viewer, token_id)
     return page.redirect(f"/users/{quote(page.viewer.name)}#tokens", "Token revoked.")
+
+
+@router.post("/account/password", response_model=None)
+def change_password(
+    request: Request, page: SignedInPage, form: PostedForm
+) -> HTMLResponse | RedirectResponse:
+    """This browser stays signed in; every other one is signed out."""
+    assert page.viewer is not None
+    new = str(form.get("password") or "")
+    errors: dict[str, str] = {}
+    status = 422
+    if new != str(form.get("password_again") or ""):
+        errors["password_again"] = "the two passwords differ"
+    else:
+        try:
+            accounts.change_password(
+                page.session,
+                page.settings,
+                page.viewer,
+                str(form.get("current_password") or ""),
+                new,
+                client_address(request),
+                keep_web_session=request.session.get(SESSION_KEY),
+            )
+        except (Forbidden, TooManyRequests) as exc:
+            page.session.commit()  # the wrong password counts as a failed log-in
+            errors["current_password"], status = exc.detail, exc.status_code
+        except BadRequest as exc:
+            errors["password"] = exc.detail
+    if errors:
+        return render_user(page, page.viewer.name, status, errors)
+    return page.redirect(
+        f"/users/{quote(page.viewer.name)}#change-password",
+        "Password changed; your other browsers are signed out.",
+    )
+
+
+@router.post("/account/delete", response_model=None)
+def delete_account(
+    request: Request, page: SignedInPage, form: PostedForm
+) -> HTMLResponse | RedirectResponse:
+    assert page.viewer is not None
+    try:
+        accounts.delete_account(
+            page.session,
+            page.settings,
+            page.viewer,
+            str(form.get("password") or ""),
+            client_address(request),
+        )
+    except (Forbidden, TooManyRequests) as exc:
+        page.session.commit()  # the wrong password counts as a failed log-in
+        return render_user(page, page.viewer.name, exc.status_code, {"delete": exc.detail})
+    except KernelJudgeError as exc:
+        return render_user(page, page.viewer.name, exc.status_code, {"delete": exc.detail})
+    request.session.clear()
+    return page.redirect("/login?done=deleted")
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"

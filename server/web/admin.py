@@ -255,7 +255,13 @@ def admin_users(page: AdminPage) -> HTMLResponse:
     return page.render(
         "admin/users.html",
         users=listed,
-        banned_reasons={u.id: users.banned_reason(page.session, u) for u in listed if u.is_banned},
+        banned_reasons={
+            u.id: "deleted their account"
+            if users.is_deleted(page.session, u)
+            else users.banned_reason(page.session, u)
+            for u in listed
+            if u.is_banned
+        },
         section="users",
     )
 

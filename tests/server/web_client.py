@@ -7,6 +7,7 @@ from itertools import count
 
 import httpx
 
+from server.app import create_app
 from server.db import session_scope
 from server.users.service import create_user, issue_token
 
@@ -56,3 +57,10 @@ async def sign_in(client: httpx.AsyncClient, prefix: str = "web", *, admin: bool
     name, _ = make_user(prefix, admin=admin)
     assert (await log_in(client, name)).status_code == 303
     return name
+
+
+def client_at(address: str) -> httpx.AsyncClient:
+    """A client (and browser, keeping its cookies) of its own address: its wrong passwords
+    count against that address alone, not against every other test's client."""
+    transport = httpx.ASGITransport(app=create_app(), client=(address, 40000))
+    return httpx.AsyncClient(transport=transport, base_url="http://test")

@@ -2,7 +2,7 @@
 task.yml or the admin page. A problem added before this revision is not rated (null).
 
 Revision ID: 0025
-Revises: 0023
+Revises: 0024
 Create Date: 2026-12-07 07:00:00
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0025"
-down_revision: str | None = "0023"
+down_revision: str | None = "0024"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

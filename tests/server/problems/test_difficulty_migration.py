@@ -13,7 +13,7 @@ from tests.server.migrating import add_ada_and_vectoradd, at_revision
 
 
 def test_difficulty_comes_and_goes_with_its_revision(url: str) -> None:
-    with at_revision(url, "0023") as (config, engine):
+    with at_revision(url, "0024") as (config, engine):
         add_ada_and_vectoradd(engine)
         command.upgrade(config, "0025")
         with Session(engine) as db:
@@ -21,7 +21,7 @@ def test_difficulty_comes_and_goes_with_its_revision(url: str) -> None:
             assert kept is not None and kept.name == "vectoradd" and kept.difficulty is None
             kept.difficulty = "easy"
             db.commit()
-        command.downgrade(config, "0023")
+        command.downgrade(config, "0024")
         with engine.connect() as connection:
             columns = {c["name"] for c in inspect(connection).get_columns("problems")}
             assert "difficulty" not in columns

@@ -58,6 +58,8 @@ async def test_every_post_route_checks_csrf(browser: httpx.AsyncClient) -> None:
         "/reset/some-key",
         "/forgot",
         "/account/email",
+        "/account/password",
+        "/account/delete",
     ):
         response = await browser.post(path, data={"csrf_token": "wrong"}, headers=HTML)
         assert response.status_code == 403, path

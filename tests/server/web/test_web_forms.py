@@ -42,7 +42,7 @@ async def test_reloading_the_token_page_mints_no_second_token(
 ) -> None:
     name = await sign_in(browser)
     created = await post_form(
-        browser, "/account/tokens", {"label": "laptop"}, from_page=f"/users/{name}"
+        browser, "/account/tokens", {"label": "laptop", "scope": "read"}, from_page=f"/users/{name}"
     )
     assert created.status_code == 303 and created.headers["location"].startswith(f"/users/{name}")
     shown = await browser.get(created.headers["location"], headers=HTML)

@@ -332,7 +332,7 @@ async def test_tokens_are_shown_once_and_can_be_revoked(
 ) -> None:
     name = await sign_in(browser)
     created = await post_form(
-        browser, "/account/tokens", {"label": "ci"}, from_page=f"/users/{name}"
+        browser, "/account/tokens", {"label": "ci", "scope": "read"}, from_page=f"/users/{name}"
     )
     assert created.status_code == 303
     shown = await browser.get(created.headers["location"], headers=HTML)
