@@ -132,8 +132,8 @@ class ProgressOut(BaseModel):
     case: int = Field(ge=0, description="the case being run, from 1; 0 outside the cases")
     cases: int = Field(ge=0, description="how many cases this mode runs; 0 outside the cases")
     label: str | None = Field(
-        description="the case's parameters (`size=1024 seed=54352`); null in leaderboard "
-        "mode, whose cases the page and the API leave to the counts"
+        description="the case's parameters (`size=1024 seed=54352`); null outside the cases, "
+        "and in leaderboard mode for everyone but organizers (its author reads the counts)"
     )
 
     @classmethod

@@ -270,3 +270,17 @@ def test_the_follow_line_says_the_case_and_the_running_time() -> None:
         "submission 12: running: case 4 of 4 (benchmark): size=1024 seed=6256",
         "submission 12: passed",
     ]
+
+
+async def test_the_openapi_schema_types_the_progress(client: httpx.AsyncClient) -> None:
+    schemas = (await client.get("/openapi.json")).json()["components"]["schemas"]
+    field = schemas["SubmissionOut"]["properties"]["progress"]
+    assert {"$ref": "#/components/schemas/ProgressOut"} in field["anyOf"]
+    shown = schemas["ProgressOut"]
+    assert set(shown["properties"]) == {"phase", "case", "cases", "label"}
+    assert schemas[shown["properties"]["phase"]["$ref"].rsplit("/", 1)[1]]["enum"] == [
+        "load",
+        "test",
+        "benchmark",
+        "profile",
+    ]
