@@ -39,6 +39,8 @@ from grader.report import (
     Mode,
     PhaseClock,
     Profile,
+    Progress,
+    ProgressPhase,
     Report,
     Roofline,
     RunnerTime,
@@ -78,7 +80,7 @@ def grade(
     device: str = "cpu",
     secret_seed: int | None = None,
     timeout_s: float | None = None,
-    on_progress: Callable[[str], None] | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
     peaks: DevicePeaks | None = None,
     enforce_floor: bool | None = None,
     isolate: bool = True,
@@ -95,7 +97,9 @@ def grade(
     host memory at `memory_bytes`); only trusted code may be graded without it. Raises
     `sandbox.SandboxUnavailable` when the sandbox cannot be set up on this host.
     `standby`: where a worker keeps its next runner started (see `grader.session`); without
-    one the runner starts here.
+    one the runner starts here. `on_progress` is told where the grading stands as it moves
+    (a `Progress`: loading, then each case); it runs in the grading's own thread, between
+    timed work, so it must return at once.
 
     `peaks`: the device's measured ceilings (measured here when missing and timing is
     needed). `enforce_floor`: reject times under the physical floor; default on CUDA only,
@@ -276,7 +280,7 @@ class _Grading:
         info: DeviceInfo,
         ranked_seed: int | None,
         report: Report,
-        on_progress: Callable[[str], None] | None,
+        on_progress: Callable[[Progress], None] | None,
         peaks: DevicePeaks | None,
     ) -> None:
         self.problem = problem
@@ -345,6 +349,7 @@ class _Grading:
         for name, text in self.problem.files.items():
             if name != "submission.py":
                 (trusted / name).write_text(text)
+        self._progress(Progress(ProgressPhase.LOAD))
         with self.clock.phase("runner_start"):
             if self.ncu is not None:
                 session = RunnerSession(self.kind, isolate=self.isolate,
@@ -386,6 +391,7 @@ class _Grading:
             finally:
                 self.report.cases_wall_s = time.monotonic() - cases_from
             if self.ncu is not None and self.report.status == Status.PASSED:
+                self._progress(Progress(ProgressPhase.PROFILE))
                 self._collect_profile(session)
         except Stop as stop:
             self.report.status = stop.status
@@ -407,9 +413,9 @@ class _Grading:
                 + self.report.message
             ).strip()
 
-    def _progress(self, text: str) -> None:
+    def _progress(self, progress: Progress) -> None:
         if self.on_progress is not None:
-            self.on_progress(text)
+            self.on_progress(progress)
 
     # -- the cases ----------------------------------------------------------------------
 
@@ -421,7 +427,8 @@ class _Grading:
         if not cases:
             raise Stop(Status.ERROR, f"the problem has no {kind} cases")
         for index, case in enumerate(cases, start=1):
-            self._progress(f"{self.mode}: case {index}/{len(cases)} {_label(case)}")
+            phase = ProgressPhase.TEST if kind == CaseKind.TEST else ProgressPhase.BENCHMARK
+            self._progress(Progress(phase, index, len(cases), _label(case)))
             result = CaseResult(kind=kind, params=dict(case), status=Status.RUNNING)
             self.report.cases.append(result)
             try:

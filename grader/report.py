@@ -42,6 +42,35 @@ class CaseKind(StrEnum):
     BENCHMARK = "benchmark"
 
 
+class ProgressPhase(StrEnum):
+    """What a running grading is doing, as its progress says."""
+
+    LOAD = "load"  # the runner starting and importing submission.py, compilation included
+    TEST = "test"  # the test cases, one by one
+    BENCHMARK = "benchmark"  # the benchmark cases, one by one (checked, then timed or profiled)
+    PROFILE = "profile"  # Nsight Compute's report of the profiled cases, collected
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a running grading stands (`grade(on_progress=...)`): its phase and, among the
+    cases, the one being run (counted from 1) of how many, with its parameters as a label.
+    Two are equal exactly when a reader would see no change."""
+
+    phase: ProgressPhase
+    case: int = 0
+    cases: int = 0
+    label: str = ""
+
+    def __str__(self) -> str:
+        if not self.cases:
+            return str(self.phase)
+        return f"{self.phase}: case {self.case}/{self.cases} {self.label}".rstrip()
+
+    def to_dict(self) -> dict[str, Any]:
+        return plain_dict(self)
+
+
 # On a GPU, a call shorter than this (its device time) is short: the same code's figure
 # moves by a few percent from one process to the next, outside the grader too (an H100: a
 # launch-bound module's score CV 2.7-3.3% over ten gradings, 0.3-0.4% between placements

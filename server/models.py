@@ -281,6 +281,9 @@ class Submission(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    # While it runs, where its grading stands as the worker last said (grader.report.Progress
+    # as a dict); null before it starts and once it has a verdict.
+    progress: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     # A competition's final judging this run belongs to (a Judging's id): graded as any
     # leaderboard run, but kept off every board, user page and competition count.
     judging_id: Mapped[int | None] = mapped_column(Integer, default=None, index=True)

@@ -349,7 +349,7 @@ def status(
         elif profile_out is not None:
             save_profile(server, submission, profile_out)
     if not wait and unfinished and not as_json:
-        show.console().print(Text(describe(submission, None)))
+        show.console().print(Text(describe(submission)))
         raise typer.Exit(ExitCode.UNFINISHED)
     finish(submission, as_json)
 

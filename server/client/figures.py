@@ -5,7 +5,7 @@ times, speed-of-light fractions as percentages, and what a noisy machine or a fr
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 # Above this interquartile range over the median, a case's timing is noisy: on a quiet
@@ -29,6 +29,28 @@ def percent(fraction: object, digits: int = 0, missing: str = NONE) -> str:
     if not isinstance(fraction, int | float) or not math.isfinite(fraction):
         return missing
     return f"{fraction * 100:.{digits}f}%"
+
+
+# A running grading's phases outside its cases (grader.report.ProgressPhase), in words.
+PHASES = {
+    "load": "loading the code (compilation included)",
+    "profile": "collecting the Nsight Compute profile",
+}
+
+
+def progress_text(progress: Mapping[str, object] | None) -> str:
+    """Where a running grading stands (an API body's `progress`): "case 3 of 10
+    (benchmark): size=1024 seed=54352", "loading the code (compilation included)"; empty
+    before its worker has said."""
+    if not progress:
+        return ""
+    phase = str(progress.get("phase") or "")
+    cases = progress.get("cases")
+    if isinstance(cases, int) and cases > 0:
+        text = f"case {progress.get('case')} of {cases} ({phase})"
+        label = progress.get("label")
+        return f"{text}: {label}" if label else text
+    return PHASES.get(phase, phase)
 
 
 def labels(kinds: Iterable[str]) -> list[str]:

@@ -1,9 +1,11 @@
 """Following a submission from queued to its verdict: its place in the queue and expected
-wait while it waits, its running time while it runs, shown as they change."""
+wait while it waits, its grading's progress (the case being run of how many) and running
+time while it runs, shown as they change."""
 
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from rich.console import Console
@@ -13,6 +15,7 @@ from rich.text import Text
 from grader.report import TERMINAL_STATUSES, Status
 from server.client.api import Api
 from server.client.errors import Unreachable, span
+from server.client.figures import progress_text
 
 TERMINAL = frozenset(status.value for status in TERMINAL_STATUSES)
 # How long the server may be away (restarting, say) before following gives up.
@@ -24,7 +27,7 @@ def poll_interval(elapsed_s: float) -> float:
     return min(0.5 + elapsed_s / 30.0, 3.0)
 
 
-def describe(submission: dict[str, Any], running_s: float | None) -> str:
+def describe(submission: dict[str, Any]) -> str:
     head = f"submission {submission.get('id')}"
     status = submission.get("status")
     if status == Status.QUEUED:
@@ -42,31 +45,40 @@ def describe(submission: dict[str, Any], running_s: float | None) -> str:
         return text
     if status == Status.RUNNING:
         text = f"{head}: running"
-        if submission.get("worker"):
-            text += f" on {submission['worker']}"
-        if running_s is not None and running_s >= 1:
-            text += f" for {span(running_s)}"
+        doing = progress_text(submission.get("progress"))
+        if doing:
+            text += f": {doing}"
+        running_s = running_for(submission)
+        if running_s is not None:
+            text += f" · {span(running_s)}"
         return text
     return f"{head}: {status}"
+
+
+def running_for(submission: dict[str, Any]) -> float | None:
+    """Seconds since its grading started, by its `started_at` and this machine's clock."""
+    try:
+        started = datetime.fromisoformat(str(submission.get("started_at")))
+    except ValueError:
+        return None
+    if started.tzinfo is None:
+        started = started.replace(tzinfo=UTC)
+    return max(0.0, (datetime.now(UTC) - started).total_seconds())
 
 
 class Progress:
     """Where a submission is, on stderr: one line redrawn in place on a terminal; elsewhere
     (a log, a pipe, an agent reading it) one line each time it moves: a new status, a new
-    place in the queue."""
+    place in the queue, a new step of its grading."""
 
     def __init__(self, out: Console) -> None:
         self.out = out
         self._spinner: Spinner | None = None
         self._last: tuple[Any, ...] | None = None
-        self._running_since: float | None = None
 
     def update(self, submission: dict[str, Any]) -> None:
         status = submission.get("status")
-        if status == Status.RUNNING and self._running_since is None:
-            self._running_since = time.monotonic()
-        running_s = time.monotonic() - self._running_since if self._running_since else None
-        text = describe(submission, running_s)
+        text = describe(submission)
         if self.out.is_terminal and status not in TERMINAL:
             if self._spinner is None:
                 self._spinner = self.out.status(Text(text))
@@ -75,7 +87,7 @@ class Progress:
                 self._spinner.update(Text(text))
             return
         self.stop()
-        moved = (status, submission.get("queue_position"))
+        moved = (status, submission.get("queue_position"), submission.get("progress"))
         if moved != self._last:
             self._last = moved
             self.out.print(Text(text))

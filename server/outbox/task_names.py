@@ -23,6 +23,7 @@ VALIDATE_PROBLEM = "kerneljudge.validate_problem"
 TIME_BASELINES = "kerneljudge.time_baselines"
 # The results step, on the results queue next to the API: what workers send back.
 RECORD_STARTED = "kerneljudge.record_started"
+RECORD_PROGRESS = "kerneljudge.record_progress"
 RECORD_REPORT = "kerneljudge.record_report"
 RECORD_FILE = "kerneljudge.record_file"
 RECORD_VALIDATION = "kerneljudge.record_validation"

@@ -4,13 +4,15 @@ error details could carry the ranked inputs or the expected outputs, so organize
 them and everyone else is told they are withheld. A viewer who may not read the code (not
 its author, not an organizer, the code not published) reads no more of it in the report:
 no logs, no error text or traceback (they quote source lines), no screening findings, no
-flags; the verdict, the per-case statistics and the harness's own figures stay."""
+flags; the verdict, the per-case statistics and the harness's own figures stay. While a
+ranked run grades, its progress says the phase and how many cases are done, never which
+case is being run."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from grader.report import CaseResult, Mode, Report, ReportFile, Status
+from grader.report import CaseResult, Mode, Progress, Report, ReportFile, Status
 from server.models import Submission, SubmissionVerdict, User
 
 WITHHELD = (
@@ -46,6 +48,14 @@ class DisclosedReport:
 def is_withheld_from(viewer: User | None, submission: Submission) -> bool:
     """A ranked run's details are the organizers' alone."""
     return submission.mode == Mode.LEADERBOARD and not (viewer is not None and viewer.is_admin)
+
+
+def progress_shown(viewer: User | None, submission: Submission, progress: Progress) -> Progress:
+    """A running grading's progress as `viewer` may read it: a ranked run's without the
+    label of the case being run."""
+    if is_withheld_from(viewer, submission):
+        return replace(progress, label="")
+    return progress
 
 
 def disclose(

@@ -43,6 +43,7 @@ from server.submissions import disclosure, files, reports, service
 from server.submissions.schemas import (
     EarlierVerdict,
     FingerprintOut,
+    ProgressOut,
     SubmissionAccepted,
     SubmissionCreate,
     SubmissionList,
@@ -315,6 +316,7 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
     shown = disclosure.disclose(viewer, submission, report)
     wait = service.queue_wait(session, submission)
     reasons = service.moderation_reasons(session, submission)
+    progress = service.progress_of(submission)
     return SubmissionOut(
         **summary_fields(submission),
         problem_version=submission.problem_version,
@@ -344,6 +346,9 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         code_sha256=submission.code_sha256,
         code=submission.code,
         started_at=submission.started_at,
+        progress=ProgressOut.of(
+            progress and disclosure.progress_shown(viewer, submission, progress)
+        ),
     )
 
 

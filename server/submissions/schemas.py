@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import datetime
 
 from pydantic import (
@@ -20,11 +20,17 @@ from grader.report import (
     DevicePeaks,
     ErrorClass,
     Mode,
+    Progress,
+    ProgressPhase,
     Report,
     ReportFile,
     Status,
 )
 from server.problems.schemas import SpeedupOut
+
+# What a worker's progress may say: a worker host is trusted less than the service.
+MAX_CASES = 10_000
+LABEL_MAX = 200
 
 
 class SubmissionCreate(BaseModel):
@@ -114,6 +120,36 @@ class EarlierVerdict(BaseModel):
     replaced_at: datetime = Field(description="when the re-run replaced it")
 
 
+class ProgressOut(BaseModel):
+    """Where a running submission's grading stands, as its worker last said (about once a
+    second while it moves)."""
+
+    phase: ProgressPhase = Field(
+        description="load: the runner starting and importing the code, compilation included; "
+        "test or benchmark: running that kind of case; profile: collecting Nsight Compute's "
+        "report after the cases"
+    )
+    case: int = Field(ge=0, description="the case being run, from 1; 0 outside the cases")
+    cases: int = Field(ge=0, description="how many cases this mode runs; 0 outside the cases")
+    label: str | None = Field(
+        description="the case's parameters (`size=1024 seed=54352`); null outside the cases, "
+        "and in leaderboard mode for everyone but organizers (its author reads the counts)"
+    )
+
+    @classmethod
+    def of(cls, progress: Progress | None) -> ProgressOut | None:
+        """`progress` as shown (server.submissions.disclosure.progress_shown): a label
+        left out is null."""
+        if progress is None:
+            return None
+        return cls(
+            phase=progress.phase,
+            case=progress.case,
+            cases=progress.cases,
+            label=progress.label or None,
+        )
+
+
 class SubmissionOut(SubmissionSummary):
     """A submission and its report (the report's fields are filled once it is graded): its
     summary's fields, then these."""
@@ -193,6 +229,11 @@ class SubmissionOut(SubmissionSummary):
     code_sha256: str
     code: str
     started_at: datetime | None
+    progress: ProgressOut | None = Field(
+        default=None,
+        description="while running: the phase, the case being run of how many, and its "
+        "parameters; null while queued and once it has a verdict",
+    )
 
     @field_serializer("cases")
     def _as_the_grader_writes_them(self, cases: list[CaseResult]):
@@ -215,6 +256,21 @@ class GradingResult(BaseModel):
         if report.status not in TERMINAL_STATUSES:
             raise ValueError(f"a report ends with a verdict, not {report.status.value!r}")
         return report
+
+
+class GradingProgress(BaseModel):
+    """What the grade job sends the results step while it grades: where it stands."""
+
+    submission_id: int
+    worker: str = ""
+    progress: Progress
+
+    @field_validator("progress")
+    @classmethod
+    def _bounded(cls, progress: Progress) -> Progress:
+        if not 0 <= progress.case <= progress.cases <= MAX_CASES:
+            raise ValueError(f"case {progress.case} of {progress.cases} cases")
+        return replace(progress, label=progress.label[:LABEL_MAX])
 
 
 class GradingFile(BaseModel):

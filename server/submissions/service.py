@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar
 
+from pydantic import TypeAdapter, ValidationError
 from sqlalchemy.orm import Session
 
 from grader.report import (
@@ -18,6 +19,7 @@ from grader.report import (
     TERMINAL_STATUSES,
     ErrorClass,
     Mode,
+    Progress,
     Report,
     Status,
     error_class,
@@ -46,6 +48,7 @@ log = logging.getLogger(__name__)
 
 MODES = tuple(Mode)
 TERMINAL = TERMINAL_STATUSES
+PROGRESS: TypeAdapter[Progress] = TypeAdapter(Progress)
 # The gradings this service asks for are sent as payloads.grading builds them.
 jobs.register(jobs.Job.GRADE, payloads.MESSAGES)
 
@@ -485,6 +488,7 @@ def reset_for_rerun(submission: Submission) -> None:
     submission.worker = None
     submission.started_at = None
     submission.finished_at = None
+    submission.progress = None
 
 
 def mark_running(session: Session, submission_id: int, worker: str) -> str | None:
@@ -498,6 +502,27 @@ def mark_running(session: Session, submission_id: int, worker: str) -> str | Non
         submission.started_at = utcnow()
         submission.worker = worker
     return submission.gpu_type
+
+
+def record_progress(session: Session, submission_id: int, progress: Progress) -> bool:
+    """Where a running submission's grading stands, as its worker says; ignored unless it is
+    running: a message that comes after the verdict (or before the start) changes nothing."""
+    submission = repository.get_submission(session, submission_id, for_update=True)
+    if submission is None or submission.status != Status.RUNNING:
+        return False
+    submission.progress = progress.to_dict()
+    return True
+
+
+def progress_of(submission: Submission) -> Progress | None:
+    """Its grading's progress while it runs; None otherwise, or where the stored one does
+    not read."""
+    if submission.status != Status.RUNNING or not submission.progress:
+        return None
+    try:
+        return PROGRESS.validate_python(submission.progress)
+    except ValidationError:
+        return None
 
 
 def queue_wait(session: Session, submission: Submission) -> places.Wait | None:
@@ -554,6 +579,7 @@ def record_report(session: Session, submission_id: int, report: Report, worker: 
     submission.worker = worker
     submission.started_at = submission.started_at or utcnow()
     submission.finished_at = utcnow()
+    submission.progress = None
     session.flush()
     upkeep.submission_changed(session, submission)
     callbacks.verdict_recorded(session, submission)

@@ -16,6 +16,7 @@ from fastapi.templating import Jinja2Templates
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
+from server.client.errors import span
 from server.client.figures import duration, per_call, percent, profiled_call
 from server.db import session_scope
 from server.deps import SessionDep, SettingsDep
@@ -66,6 +67,7 @@ templates.env.filters.update(
     profiled_call=profiled_call,
     when=when,
     iso=iso,
+    span=span,
 )
 
 

@@ -17,7 +17,7 @@ from grader.problem import Problem as GraderProblem
 from grader.report import Mode, Status
 from server import anonymous, downloads
 from server.cache import Lru
-from server.client.figures import labels
+from server.client.figures import labels, progress_text
 from server.deps import MAX_ROW_ID, RowId
 from server.errors import (
     BadRequest,
@@ -34,6 +34,7 @@ from server.problems import service as problems
 from server.problems.loaded import loaded
 from server.submissions import disclosure, files, reports
 from server.submissions import service as submissions
+from server.submissions.schemas import ProgressOut
 from server.web import judgement
 from server.web.charts import best_score_chart
 from server.web.page import (
@@ -327,8 +328,19 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
     show_code = submissions.can_see_code(page.session, page.viewer, submission)
     shown = disclosure.disclose(page.viewer, submission, report, code_visible=show_code)
     warm_inputs = report is not None and report.timed_on_warm_inputs
+    progress = submissions.progress_of(submission)
+    shown_progress = ProgressOut.of(
+        progress and disclosure.progress_shown(page.viewer, submission, progress)
+    )
     return {
         "submission": submission,
+        # While it runs: what its grading is doing, and for how long (ticking in site.js).
+        "progress": progress_text(shown_progress.model_dump() if shown_progress else None),
+        "running_s": (
+            (datetime.now(UTC) - submission.started_at).total_seconds()
+            if submission.started_at is not None
+            else 0.0
+        ),
         "report": report,
         "shown": shown,
         "live": submission.status in LIVE_STATUSES,

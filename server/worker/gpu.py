@@ -1,7 +1,8 @@
 """The jobs of a grading worker. They run in the worker's pool process (the trusted harness,
 which holds no database credentials) on this host's device, each submission in a runner of
 its own that the pool process started before the job arrived, and hand their result to the
-results queue: a grading's report, a problem validation's report. One skeleton for both:
+results queue: a grading's report (and, while it runs, its progress), a problem
+validation's report. One skeleton for both:
 refuse an unclean GPU, do the work, turn a failure of our own into a report, deliver it
 (retrying while the broker is away)."""
 
@@ -38,6 +39,7 @@ from grader.validate import validate
 from server.outbox import task_names
 from server.outbox.app import RESULTS_QUEUE, celery_app
 from server.worker import context
+from server.worker.progress import ProgressSender
 
 log = logging.getLogger(__name__)
 
@@ -108,17 +110,19 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
         validated = payload.get("test_cases_timeout_s")
         if validated is not None:
             problem = replace(problem, validated_test_cases_timeout=float(validated))
-        graded = grade_submission(
-            problem,
-            payload["code"],
-            mode=payload["mode"],
-            device=worker.device,
-            secret_seed=payload.get("secret_seed"),
-            timeout_s=payload.get("timeout_s"),
-            peaks=worker.peaks,
-            memory_bytes=worker.memory_bytes,
-            standby=standby(),
-        )
+        with ProgressSender(submission_id, send_progress) as progress:
+            graded = grade_submission(
+                problem,
+                payload["code"],
+                mode=payload["mode"],
+                device=worker.device,
+                secret_seed=payload.get("secret_seed"),
+                timeout_s=payload.get("timeout_s"),
+                peaks=worker.peaks,
+                memory_bytes=worker.memory_bytes,
+                standby=standby(),
+                on_progress=progress,
+            )
         files.update(graded.contents)
         return graded.to_dict()
 
@@ -253,6 +257,16 @@ def deliver(task: str, result: dict[str, Any]) -> None:
     result = {**result, "worker": context.worker_name()}
     celery_app.send_task(
         task, args=[result], queue=RESULTS_QUEUE, retry=True, retry_policy=DELIVERY_RETRY
+    )
+
+
+def send_progress(message: dict[str, Any]) -> None:
+    """Once, without retrying: the next progress, or the report, follows soon enough."""
+    celery_app.send_task(
+        task_names.RECORD_PROGRESS,
+        args=[{**message, "worker": context.worker_name()}],
+        queue=RESULTS_QUEUE,
+        retry=False,
     )
 
 

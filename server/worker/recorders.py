@@ -18,7 +18,7 @@ from server.problems import baselines, validation
 from server.settings import get_settings
 from server.submissions import files
 from server.submissions import service as submissions
-from server.submissions.schemas import GradingFile, GradingResult, why_invalid
+from server.submissions.schemas import GradingFile, GradingProgress, GradingResult, why_invalid
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +39,23 @@ def record_started(submission_id: int, worker: str) -> None:
         queue = submissions.mark_running(session, submission_id, worker)
     if queue is not None:
         jobs.dispatch_after(queue)
+
+
+@celery_app.task(name=task_names.RECORD_PROGRESS)
+def record_progress(sent: dict[str, Any]) -> None:
+    """Where a grading stands, as its worker says while it runs. Never retried: a newer one
+    follows within seconds, and the verdict ends them all; one that does not validate, or
+    finds the database away, is dropped with a line in the log."""
+    try:
+        told = GradingProgress.model_validate(sent)
+    except ValidationError as exc:
+        log.warning("a progress message from worker %s refused: %s", _worker_of(sent), exc)
+        return
+    try:
+        with session_scope() as session:
+            submissions.record_progress(session, told.submission_id, told.progress)
+    except TRANSIENT:
+        log.info("progress of submission %s dropped: the database is away", told.submission_id)
 
 
 @celery_app.task(name=task_names.RECORD_REPORT, **RETRY)

@@ -10,6 +10,7 @@ import pytest
 
 from grader.harness import grade
 from grader.problem import Problem
+from grader.report import Progress
 
 
 @pytest.mark.parametrize("name", ["pytorch", "triton"])
@@ -55,7 +56,7 @@ def test_wrong_sum_fails(vectorsum: Problem, solution: Callable[[str, str], str]
 def test_benchmark_mode_scores_with_time_statistics(
     quick_vectoradd: Problem, solution: Callable[[str, str], str]
 ) -> None:
-    progress: list[str] = []
+    progress: list[Progress] = []
     report = grade(
         quick_vectoradd,
         solution("vectoradd", "pytorch"),
@@ -85,7 +86,11 @@ def test_benchmark_mode_scores_with_time_statistics(
         assert case.time.batches >= 1 and case.time.calls_per_batch >= 1
         assert 0 < case.time.harness_floor_s < case.time.harness_per_call_s
         assert case.time.ranked_by in ("runner", "grader")
-    assert len(progress) == 2
+    assert [str(step) for step in progress] == [
+        "load",
+        "benchmark: case 1/2 size=64 seed=11",
+        "benchmark: case 2/2 size=128 seed=12",
+    ]
     data = json.loads(json.dumps(report.to_dict()))
     assert set(data["cases"][0]["time"]) >= {
         "median_s",

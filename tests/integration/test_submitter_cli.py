@@ -266,6 +266,12 @@ def test_a_hung_kernel_is_followed_while_it_runs_to_its_timeout(site: Site) -> N
     assert done.returncode == 4, done.stdout + done.stderr
     submission_id = submitted_id(done.stderr)
     assert progress(done.stderr, submission_id) == ["queued", "running", "timeout"]
+    # Outside a terminal, a line for each step of the grading: the case it hangs in.
+    assert re.search(
+        rf"^submission {submission_id}: running: case 1 of 5 \(test\): size=127 seed=4242 · \d+ s$",
+        done.stderr,
+        flags=re.MULTILINE,
+    ), done.stderr
     assert "status: timeout" in done.stdout and "time limit" in done.stdout
     assert time.monotonic() - started < 90
 

@@ -1,5 +1,6 @@
-// KernelJudge pages: live submission status, the submit form's GPU choices, copy buttons,
-// and a confirmation before a button that cannot be taken back.
+// KernelJudge pages: live submission status (its progress and running time), the submit
+// form's GPU choices, copy buttons, and a confirmation before a button that cannot be taken
+// back.
 (function () {
   "use strict";
 
@@ -26,6 +27,31 @@
         .catch(function () { window.setTimeout(poll, 3000); });
     }
     window.setTimeout(poll, 1000);
+  }
+
+  // A time as server/client/errors.py's span() says it: 45 s, 4 min 12 s, 2 h 5 min.
+  function span(seconds) {
+    var whole = Math.max(0, Math.round(seconds));
+    if (whole < 60) return whole + " s";
+    var minutes = Math.floor(whole / 60), secs = whole % 60;
+    if (minutes < 60) return secs ? minutes + " min " + secs + " s" : minutes + " min";
+    var hours = Math.floor(minutes / 60);
+    minutes = minutes % 60;
+    return minutes ? hours + " h " + minutes + " min" : hours + " h";
+  }
+
+  // A running submission's time since it started ticks between polls: the server's figure
+  // when the part was rendered (data-running-s), plus the time it has been on the page.
+  function tickRunningTimes() {
+    window.setInterval(function () {
+      var now = Date.now();
+      document.querySelectorAll("[data-running-s]").forEach(function (element) {
+        if (!element.hasAttribute("data-shown-at")) element.setAttribute("data-shown-at", now);
+        var since = Number(element.getAttribute("data-shown-at"));
+        var seconds = Number(element.getAttribute("data-running-s")) + (now - since) / 1000;
+        element.textContent = span(seconds);
+      });
+    }, 1000);
   }
 
   // Offer only the GPU types of the chosen problem.
@@ -72,6 +98,7 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     document.querySelectorAll("[data-live-url]").forEach(followLive);
+    tickRunningTimes();
     document.querySelectorAll("form[data-gpus]").forEach(linkGpuChoices);
     linkCopyButtons();
     linkConfirmations();
