@@ -46,18 +46,18 @@ async def standing(client: httpx.AsyncClient, token: str, sid: int) -> dict[str,
 async def test_a_first_a_better_and_a_worse_ranked_run(
     client: httpx.AsyncClient, browser: httpx.AsyncClient
 ) -> None:
-    new_problem("standing")
+    new_problem("bested")
     rival, rival_token = make_user("rival")
     author, token = make_user("author")
-    graded(rival_token, "standing", "rival", score=1e-4)
+    graded(rival_token, "bested", "rival", score=1e-4)
     await log_in(browser, author)
 
     async def page_of(sid: int) -> str:
         return text_of(await browser.get(f"/submissions/{sid}", headers=HTML))
 
-    first = graded(token, "standing", "first", score=2e-4)
+    first = graded(token, "bested", "first", score=2e-4)
     assert await standing(client, token, first) == {
-        "problem": "standing",
+        "problem": "bested",
         "gpu": "cpu",
         "rank": 2,
         "entries": 2,
@@ -69,11 +69,11 @@ async def test_a_first_a_better_and_a_worse_ranked_run(
     }
     # The page says the same, in the words `kerneljudge status` uses.
     assert (
-        f"rank 2 of 2 on standing (cpu); your best before: none, this is your first ranked "
+        f"rank 2 of 2 on bested (cpu); your best before: none, this is your first ranked "
         f"run; leader: {rival}, 100 µs" in await page_of(first)
     )
 
-    better = graded(token, "standing", "better", score=5e-5)
+    better = graded(token, "bested", "better", score=5e-5)
     said = await standing(client, token, better)
     assert said is not None
     assert (said["rank"], said["entries"], said["best_submission_id"]) == (1, 2, better)
@@ -81,11 +81,11 @@ async def test_a_first_a_better_and_a_worse_ranked_run(
     assert (said["leader"], said["leader_score"]) == (author, 5e-5)
     page = await page_of(better)
     assert (
-        f"beats your best rank 1 of 2 on standing (cpu); your best before: 200 µs, beaten by "
+        f"beats your best rank 1 of 2 on bested (cpu); your best before: 200 µs, beaten by "
         f"150 µs (75.0%); leader: {author}, 50 µs" in page
     )
 
-    worse = graded(token, "standing", "worse", score=1e-4)
+    worse = graded(token, "bested", "worse", score=1e-4)
     said = await standing(client, token, worse)
     assert said is not None
     assert (said["rank"], said["best_submission_id"]) == (1, better)
@@ -93,13 +93,13 @@ async def test_a_first_a_better_and_a_worse_ranked_run(
     page = await page_of(worse)
     assert "beats your best" not in page
     assert (
-        f"rank 1 of 2 on standing (cpu) by your best run, submission {better}; your best "
+        f"rank 1 of 2 on bested (cpu) by your best run, submission {better}; your best "
         f"before: 50 µs, not beaten; leader: {author}, 50 µs" in page
     )
     # A ranked run offers no further mode, only editing.
     assert "Run it in" not in page and "Edit and resubmit" in page
     # A test run has no standing.
-    tested = graded(token, "standing", "tested", mode="test")
+    tested = graded(token, "bested", "tested", mode="test")
     assert await standing(client, token, tested) is None
 
 
@@ -253,3 +253,20 @@ def test_status_and_submit_print_the_rank(monkeypatch: pytest.MonkeyPatch, tmp_p
         "rank 1 of 2 on ranked-cli (cpu); your best before: 2 ms, beaten by 1.5 ms (75.0%); "
         "leader: " in " ".join(done.output.split())
     )
+
+
+async def test_the_openapi_schema_shows_the_standing(client: httpx.AsyncClient) -> None:
+    schemas = (await client.get("/openapi.json")).json()["components"]["schemas"]
+    field = schemas["SubmissionOut"]["properties"]["standing"]
+    assert {"$ref": "#/components/schemas/StandingOut"} in field["anyOf"]
+    assert set(schemas["StandingOut"]["properties"]) == {
+        "problem",
+        "gpu",
+        "rank",
+        "entries",
+        "best_submission_id",
+        "previous_best",
+        "beats_previous_best",
+        "leader",
+        "leader_score",
+    }
