@@ -213,6 +213,7 @@ class Standing:
     previous_best: float | None  # None: this was their first ranked run there
     leader: str | None
     leader_score: float | None
+    version: int | None = None  # the archived leaderboard of this version; None: the live one
 
     @property
     def beats_previous_best(self) -> bool:
@@ -239,6 +240,8 @@ class Standing:
         beaten by 250 µs (20.0%); leader: ada, 1 ms. ``own``: read by its author; others
         read no best of theirs."""
         board = f"{self.problem} ({self.gpu})"
+        if self.version is not None:
+            board += f", version {self.version}'s leaderboard"
         whose = "your" if own else "its author's"
         if self.rank is None:
             parts = [f"not ranked on {board}, of {self.entries} entries"]

@@ -85,3 +85,7 @@ class StandingOut(BaseModel):
     )
     leader: str | None = Field(description="the user ranked first; null on an empty leaderboard")
     leader_score: float | None = Field(description="seconds: the leader's score")
+    version: int | None = Field(
+        description="a run on a version before the live leaderboard's: that version's "
+        "archived leaderboard, where it is ranked; null: the live leaderboard"
+    )

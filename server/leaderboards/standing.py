@@ -45,4 +45,5 @@ def standing_of(
         ),
         leader=leader.user if leader is not None else None,
         leader_score=leader.score if leader is not None else None,
+        version=version,
     )
