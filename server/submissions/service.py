@@ -161,7 +161,7 @@ def leaderboard_closed(session: Session, problem: Problem) -> str | None:
             f"the competition on {problem.name!r} opens at {opening:%Y-%m-%d %H:%M} "
             "UTC; until then admins may make test and benchmark runs"
         )
-    if problem.deadline is not None and problems.deadline_passed(problem):
+    if problems.deadline_passed(problem):
         return (
             f"the competition on {problem.name!r} closed at {problem.deadline:%Y-%m-%d %H:%M} "
             "UTC; test and benchmark runs are still open"
