@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 # Above this interquartile range over the median, a case's timing is noisy: on a quiet
 # machine the middle half of the samples lies within a few percent of the median.
@@ -216,3 +217,71 @@ def profiled_call(wall_us: object, operations_us: float) -> str:
         f"profiler's cost included); {duration(operations_us / 1e6)} of it in the operations "
         "listed"
     )
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where a ranked run stands on its problem's board (server/leaderboards/standing.py):
+    its author's rank there (their best run's, which may be an earlier one), their best
+    score before this run, and the leader's; the page and `status` write it as ``line``."""
+
+    problem: str
+    gpu: str
+    submission_id: int
+    score: float
+    rank: int | None  # None: its author is not on the board (banned)
+    entries: int
+    best_submission_id: int | None  # the author's run the board ranks
+    previous_best: float | None  # None: this was their first ranked run there
+    leader: str | None
+    leader_score: float | None
+    version: int | None = None  # the archived leaderboard of this version; None: the live one
+
+    @property
+    def beats_previous_best(self) -> bool:
+        """Strictly: an equal score later ranks below the earlier one."""
+        return self.previous_best is not None and self.score < self.previous_best
+
+    @classmethod
+    def of(cls, submission: dict[str, Any]) -> Standing | None:
+        """A submission's standing as the API sends it (JSON): its ``standing`` object (with
+        whatever fields a newer server adds), its id and score; None where it has none."""
+        standing = submission.get("standing")
+        if not isinstance(standing, dict):
+            return None
+        given: dict[str, Any] = {
+            **standing,
+            "submission_id": submission.get("id"),
+            "score": submission.get("score"),
+        }
+        known: dict[str, Any] = {each.name: given.get(each.name) for each in fields(cls)}
+        return cls(**known)
+
+    def line(self, *, own: bool = True) -> str:
+        """One line, as in: rank 3 of 17 on vectoradd (cpu); your best before: 1.25 ms,
+        beaten by 250 µs (20.0%); leader: ada, 1 ms. ``own``: read by its author; others
+        read no best of theirs."""
+        board = f"{self.problem} ({self.gpu})"
+        if self.version is not None:
+            board += f", version {self.version}'s leaderboard"
+        whose = "your" if own else "its author's"
+        if self.rank is None:
+            parts = [f"not ranked on {board}, of {self.entries} entries"]
+        else:
+            parts = [f"rank {self.rank} of {self.entries} on {board}"]
+            if self.best_submission_id not in (None, self.submission_id):
+                parts[0] += f" by {whose} best run, submission {self.best_submission_id}"
+        if own:
+            if self.previous_best is None:
+                parts.append("your best before: none, this is your first ranked run")
+            elif self.beats_previous_best:
+                gain = self.previous_best - self.score
+                parts.append(
+                    f"your best before: {duration(self.previous_best)}, beaten by "
+                    f"{duration(gain)} ({percent(gain / self.previous_best, 1)})"
+                )
+            else:
+                parts.append(f"your best before: {duration(self.previous_best)}, not beaten")
+        if self.leader is not None:
+            parts.append(f"leader: {self.leader}, {duration(self.leader_score)}")
+        return "; ".join(parts)

@@ -188,9 +188,9 @@ def given(value: object) -> str:
 
 def report(out: Console, result: dict[str, Any]) -> None:
     """A grading's verdict: the per-case table, the warnings its numbers call for (as the
-    web page words them), the status, the score at full precision, the message, each
-    failing case's message once, and for a submission that did not pass the end of its
-    output."""
+    web page words them), the status, the score at full precision, a ranked run's standing
+    on its leaderboard (as the page words it), the message, each failing case's message
+    once, and for a submission that did not pass the end of its output."""
     cases = result.get("cases") or []
     status = str(result.get("status", ""))
     if cases:
@@ -210,6 +210,9 @@ def report(out: Console, result: dict[str, Any]) -> None:
             f"score: {duration(score)} ({score!r} s: the geometric mean of the benchmark "
             "cases' medians)"
         )
+    standing = figures.Standing.of(result)
+    if standing is not None:
+        out.print(Text(standing.line()))
     gains = result.get("speedup") or {}
     if gains.get("eager") is not None:
         over_compile = gains.get("compile")

@@ -223,6 +223,25 @@ def best_of_user(session: Session, board: Board, user_id: int) -> Submission | N
     )
 
 
+def best_before(session: Session, submission: Submission, versions: Versions) -> float | None:
+    """The best score of the submission's user among their ranked runs on its problem and
+    device type, of the versions ``versions``, made before it (earlier, or at the same moment
+    with a lower id)."""
+    return session.scalar(
+        select(func.min(Submission.score)).where(
+            Submission.user_id == submission.user_id,
+            *ranked_conditions(submission.problem_id, submission.gpu_type, versions),
+            or_(
+                Submission.created_at < submission.created_at,
+                and_(
+                    Submission.created_at == submission.created_at,
+                    Submission.id < submission.id,
+                ),
+            ),
+        )
+    )
+
+
 def last_record(session: Session, board: Board) -> LeaderboardRecord | None:
     return session.scalar(
         _board_records(board)

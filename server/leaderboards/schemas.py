@@ -59,3 +59,33 @@ class Leaderboard(BaseModel):
         description="the caller's own entry, when a bearer token is sent and its user is on "
         "the leaderboard (wherever the page is)",
     )
+
+
+class StandingOut(BaseModel):
+    """Where a ranked (leaderboard-mode, passed) run stands on its problem's leaderboard for
+    its GPU type, as its submission page shows it."""
+
+    problem: str
+    gpu: str
+    rank: int | None = Field(
+        description="its author's rank on the leaderboard: that of their best ranked run, "
+        "this one or an earlier one (`best_submission_id`); null when they are not on it"
+    )
+    entries: int = Field(description="entries on the leaderboard")
+    best_submission_id: int | None = Field(
+        description="the author's run the leaderboard ranks; null when they are not on it"
+    )
+    previous_best: float | None = Field(
+        description="seconds: the author's best ranked score there before this run; null "
+        "for their first ranked run there"
+    )
+    beats_previous_best: bool = Field(
+        description="this run's score is below `previous_best` (an equal one later ranks "
+        "below the earlier); false for a first ranked run"
+    )
+    leader: str | None = Field(description="the user ranked first; null on an empty leaderboard")
+    leader_score: float | None = Field(description="seconds: the leader's score")
+    version: int | None = Field(
+        description="a run on a version before the live leaderboard's: that version's "
+        "archived leaderboard, where it is ranked; null: the live leaderboard"
+    )

@@ -35,10 +35,12 @@ from server.errors import (
     TooManyRequests,
     responses,
 )
+from server.leaderboards import standing
+from server.leaderboards.schemas import StandingOut
 from server.models import Submission, User
 from server.problems import baselines
 from server.problems.schemas import SpeedupOut
-from server.settings import Settings
+from server.settings import Settings, get_settings
 from server.submissions import disclosure, files, reports, service
 from server.submissions.schemas import (
     EarlierVerdict,
@@ -338,6 +340,7 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         device_name=report.device_name if report is not None else None,
         fingerprint=FingerprintOut.of(report),
         speedup=speedup_out(session, submission),
+        standing=standing_out(session, submission, viewer),
         device_peaks=report.device_peaks if report is not None else None,
         files=shown.files,
         stdout=shown.stdout,
@@ -350,6 +353,11 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
             progress and disclosure.progress_shown(viewer, submission, progress)
         ),
     )
+
+
+def standing_out(session: Session, submission: Submission, viewer: User) -> StandingOut | None:
+    found = standing.standing_of(session, get_settings(), submission, viewer)
+    return None if found is None else StandingOut.model_validate(found, from_attributes=True)
 
 
 def speedup_out(session: Session, submission: Submission) -> SpeedupOut:

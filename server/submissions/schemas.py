@@ -26,6 +26,7 @@ from grader.report import (
     ReportFile,
     Status,
 )
+from server.leaderboards.schemas import StandingOut
 from server.problems.schemas import SpeedupOut
 
 # What a worker's progress may say: a worker host is trusted less than the service.
@@ -210,6 +211,12 @@ class SubmissionOut(SubmissionSummary):
         description="a ranked (leaderboard-mode) score's speedup over the problem's baselines "
         "on this GPU type: the baseline's score over this one's, above 1 is faster; nulls for "
         "other modes, runs with no score, and where no baseline is timed yet",
+    )
+    standing: StandingOut | None = Field(
+        default=None,
+        description="a ranked (leaderboard-mode, passed) run's place on its problem's "
+        "leaderboard for its GPU type: your rank, your best before it, the leader; null for "
+        "other runs and where the leaderboard is not shown to you",
     )
     device_peaks: DevicePeaks | None = Field(
         description="the worker's measured copy bandwidth and matrix rate behind each "

@@ -127,17 +127,9 @@ def create_submission(
     if mode not in MODES:
         raise BadRequest(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     problem = problems.get_problem_to_submit(session, problem_name, user)
-    opening = problems.opening_of(session, problem)
-    if mode == Mode.LEADERBOARD and opening is not None and utcnow() < opening:
-        raise Conflict(
-            f"the competition on {problem.name!r} opens at {opening:%Y-%m-%d %H:%M} "
-            "UTC; until then admins may make test and benchmark runs"
-        )
-    if mode == Mode.LEADERBOARD and problems.deadline_passed(problem):
-        raise Conflict(
-            f"the competition on {problem.name!r} closed at {problem.deadline:%Y-%m-%d %H:%M} UTC; "
-            "test and benchmark runs are still open"
-        )
+    closed = leaderboard_closed(session, problem) if mode == Mode.LEADERBOARD else None
+    if closed is not None:
+        raise Conflict(closed)
     gpu_type = problems.choose_gpu_type(problem, settings, gpu)
     validate_code(code, settings)
     if batch_id is None:
@@ -161,6 +153,23 @@ def create_submission(
     session.flush()
     jobs.enqueue(session, jobs.Job.GRADE, submission.id, queue=gpu_type, user_id=user.id, mode=mode)
     return submission, False
+
+
+def leaderboard_closed(session: Session, problem: Problem) -> str | None:
+    """Why the problem takes no leaderboard-mode run now: its competition has not opened
+    yet, or has closed (its deadline passed); None while it takes them."""
+    opening = problems.opening_of(session, problem)
+    if opening is not None and utcnow() < opening:
+        return (
+            f"the competition on {problem.name!r} opens at {opening:%Y-%m-%d %H:%M} "
+            "UTC; until then admins may make test and benchmark runs"
+        )
+    if problems.deadline_passed(problem):
+        return (
+            f"the competition on {problem.name!r} closed at {problem.deadline:%Y-%m-%d %H:%M} "
+            "UTC; test and benchmark runs are still open"
+        )
+    return None
 
 
 def request_digest(problem_name: str, code: str, mode: str, gpu: str | None) -> str:

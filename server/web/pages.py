@@ -37,6 +37,7 @@ from server.submissions import service as submissions
 from server.submissions.schemas import ProgressOut
 from server.web import judgement
 from server.web.charts import best_score_chart
+from server.web.next_step import next_step
 from server.web.page import (
     Page,
     PageDep,
@@ -229,9 +230,33 @@ def render_leaderboard(page: Page, name: str, gpu: str | None, version: int | No
 
 @router.get("/submit", response_class=HTMLResponse)
 def submit_form(
-    page: SignedInPage, problem: str | None = Query(default=None, max_length=100)
+    page: SignedInPage,
+    problem: str | None = Query(default=None, max_length=100),
+    edit: int | None = Query(default=None, ge=1, le=MAX_ROW_ID),
 ) -> HTMLResponse:
+    """The form; ``edit``: filled in with that submission's code, problem, mode and GPU type."""
+    if edit is not None:
+        return render_submit(page, values_of(page, edit), {})
     return render_submit(page, {"problem": problem or "", "mode": "test", "gpu": ""}, {})
+
+
+def values_of(page: Page, submission_id: int) -> dict[str, str]:
+    """A submission as the submit form's fields, for a reader who may read its code; its
+    mode test instead of a leaderboard mode the problem no longer takes."""
+    submission = submissions.get_visible_submission(page.session, submission_id, page.viewer)
+    if not submissions.can_see_code(page.session, page.viewer, submission):
+        raise NotFound(f"no submission {submission_id}")
+    mode = submission.mode
+    if mode == Mode.LEADERBOARD and submissions.leaderboard_closed(
+        page.session, submission.problem
+    ):
+        mode = Mode.TEST
+    return {
+        "problem": submission.problem.name,
+        "mode": mode,
+        "gpu": submission.gpu_type,
+        "code": submission.code,
+    }
 
 
 def render_submit(
@@ -287,12 +312,10 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
         errors["problem"] = "choose a problem"
     if values["mode"] not in submissions.MODES:
         errors["mode"] = f"choose one of {', '.join(submissions.MODES)}"
-    elif (
-        problem is not None
-        and values["mode"] == Mode.LEADERBOARD
-        and (problems.deadline_passed(problem))
-    ):
-        errors["mode"] = "the competition has closed; test and benchmark runs are still open"
+    elif problem is not None and values["mode"] == Mode.LEADERBOARD:
+        closed = submissions.leaderboard_closed(page.session, problem)
+        if closed is not None:
+            errors["mode"] = closed
     if problem is not None:
         try:
             problems.choose_gpu_type(problem, page.settings, values["gpu"] or None)
@@ -380,6 +403,9 @@ def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
         ],
         "withheld_note": withheld_note(submission, shown, show_code=show_code),
         "warm_inputs": warm_inputs,
+        "next_step": next_step(page.session, page.settings, submission, page.viewer),
+        # A fresh one each time the page is shown, as the submit form's.
+        "idempotency_key": uuid.uuid4().hex,
     }
 
 
@@ -467,6 +493,40 @@ def submission_live(submission_id: RowId, page: PageDep) -> HTMLResponse:
     """The status and results part of the submission page, polled while it grades."""
     submission = submissions.get_visible_submission(page.session, submission_id, page.viewer)
     return page.render("_submission_result.html", **submission_context(page, submission))
+
+
+@router.post("/submissions/{submission_id}/resubmit", response_model=None)
+def resubmit(
+    submission_id: RowId, page: SignedInPage, form: PostedForm
+) -> HTMLResponse | RedirectResponse:
+    """The same code again in another mode, from its author's result page (next_step.py);
+    refused, the submit form filled in with it says why."""
+    assert page.viewer is not None
+    submission = submissions.get_visible_submission(page.session, submission_id, page.viewer)
+    if submission.user_id != page.viewer.id:
+        raise NotFound(f"no submission {submission_id} of yours")
+    values = {
+        "problem": submission.problem.name,
+        "mode": str(form.get("mode") or ""),
+        "gpu": submission.gpu_type,
+        "code": submission.code,
+    }
+    try:
+        made, _ = submissions.create_submission(
+            page.session,
+            page.settings,
+            page.viewer,
+            problem_name=values["problem"],
+            code=values["code"],
+            mode=values["mode"],
+            gpu=values["gpu"],
+            idempotency_key=str(form.get("idempotency_key") or "")[:200] or None,
+        )
+    except KernelJudgeError as exc:
+        response = render_submit(page, values, {"form": exc.detail}, exc.status_code)
+        response.headers.update(exc.headers)
+        return response
+    return page.redirect(f"/submissions/{made.id}")
 
 
 @router.get("/submissions/{submission_id}/files/{name}")

@@ -12,7 +12,7 @@ import anyio
 import httpx
 import pytest
 import typer
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from server.app import create_app
 from server.client import commands
@@ -40,8 +40,8 @@ class AppTransport(httpx.BaseTransport):
         return anyio.run(answer)
 
 
-def cli_status(monkeypatch: pytest.MonkeyPatch, app: Any, token: str, sid: int) -> str:
-    """`kerneljudge status SID`'s output, the CLI talking to the app in this process."""
+def run_cli(monkeypatch: pytest.MonkeyPatch, app: Any, token: str, args: list[str]) -> Result:
+    """`kerneljudge ARGS`, the CLI talking to the app in this process."""
     transport = AppTransport(app)
     monkeypatch.setattr(commands, "api", lambda login: Api(login, transport=transport))
     monkeypatch.setenv("KJ_URL", "http://testserver")
@@ -49,8 +49,12 @@ def cli_status(monkeypatch: pytest.MonkeyPatch, app: Any, token: str, sid: int) 
     monkeypatch.setenv("COLUMNS", "400")
     cli = typer.Typer()
     commands.register(cli)
-    done = CliRunner().invoke(cli, ["status", str(sid)])
-    return done.output
+    return CliRunner().invoke(cli, args)
+
+
+def cli_status(monkeypatch: pytest.MonkeyPatch, app: Any, token: str, sid: int) -> str:
+    """`kerneljudge status SID`'s output."""
+    return run_cli(monkeypatch, app, token, ["status", str(sid)]).output
 
 
 def page_text(app: Any, sid: int) -> str:
