@@ -11,6 +11,8 @@ from server.submissions import service
 from server.submissions.endpoints import (
     Before,
     Limit,
+    ModeFilter,
+    StatusFilter,
     next_before,
     submission_out,
     summary_fields,
@@ -36,14 +38,8 @@ def list_submissions(
     admin: AdminUser,
     problem: str | None = Query(default=None, max_length=100, description="a problem's name"),
     user: str | None = Query(default=None, max_length=64, description="a user's name"),
-    status: str | None = Query(
-        default=None,
-        max_length=16,
-        description="queued, running, passed, failed, error, timeout or rejected",
-    ),
-    mode: str | None = Query(
-        default=None, max_length=16, description="test, benchmark, leaderboard or profile"
-    ),
+    status: StatusFilter = None,
+    mode: ModeFilter = None,
     before: Before = None,
     limit: Limit = 50,
 ) -> AdminSubmissionList:

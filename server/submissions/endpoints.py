@@ -57,6 +57,13 @@ from server.users.scopes import Scope
 # Keyset pagination of submission lists, newest first.
 Before = Annotated[int | None, Query(ge=1, le=MAX_ROW_ID, description="older than this id")]
 Limit = Annotated[int, Query(ge=1, le=200)]
+StatusFilter = Annotated[
+    str | None,
+    Query(max_length=16, description="queued, running, passed, failed, error, timeout or rejected"),
+]
+ModeFilter = Annotated[
+    str | None, Query(max_length=16, description="test, benchmark, leaderboard or profile")
+]
 
 T = TypeVar("T")
 
@@ -236,14 +243,8 @@ def list_submissions(
     session: SessionDep,
     user: CurrentUser,
     problem: str | None = Query(default=None, max_length=100, description="one problem's only"),
-    status: str | None = Query(
-        default=None,
-        max_length=16,
-        description="queued, running, passed, failed, error, timeout or rejected",
-    ),
-    mode: str | None = Query(
-        default=None, max_length=16, description="test, benchmark, leaderboard or profile"
-    ),
+    status: StatusFilter = None,
+    mode: ModeFilter = None,
     before: Before = None,
     limit: Limit = 50,
 ) -> SubmissionList:
