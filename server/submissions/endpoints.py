@@ -289,7 +289,7 @@ def next_before(found: Sequence[Submission], limit: int) -> int | None:
 async def read_submission(submission_id: RowId, credentials: TokenCredentials) -> SubmissionOut:
     def read(session: Session, user: User) -> SubmissionOut:
         return submission_out(
-            session, service.get_submission_for(session, submission_id, user), user
+            session, service.get_visible_submission(session, submission_id, user), user
         )
 
     return await as_token_user(credentials, read)
@@ -316,7 +316,8 @@ def earlier_verdicts(
 
 def submission_out(session: Session, submission: Submission, viewer: User) -> SubmissionOut:
     report = reports.stored(submission)
-    shown = disclosure.disclose(viewer, submission, report)
+    code_visible = service.can_see_code(session, viewer, submission)
+    shown = disclosure.disclose(viewer, submission, report, code_visible=code_visible)
     wait = service.queue_wait(session, submission)
     reasons = service.moderation_reasons(session, submission)
     progress = service.progress_of(submission)
@@ -348,7 +349,7 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         stderr=shown.stderr,
         withheld=shown.withheld,
         code_sha256=submission.code_sha256,
-        code=submission.code,
+        code=submission.code if code_visible else None,
         started_at=submission.started_at,
         progress=ProgressOut.of(
             progress and disclosure.progress_shown(viewer, submission, progress)

@@ -234,7 +234,10 @@ class SubmissionOut(SubmissionSummary):
         "for organizers and left out here (test and benchmark mode show them)"
     )
     code_sha256: str
-    code: str
+    code: str | None = Field(
+        description="null where the reader may not read the code: another competitor's run "
+        "whose code the organizers have not published"
+    )
     started_at: datetime | None
     progress: ProgressOut | None = Field(
         default=None,

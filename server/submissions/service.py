@@ -201,13 +201,6 @@ def check_rate_limit(session: Session, settings: Settings, user: User, problem: 
     )
 
 
-def get_submission_for(session: Session, submission_id: int, user: User) -> Submission:
-    submission = repository.get_submission(session, submission_id, to_show=True)
-    if submission is None or (submission.user_id != user.id and not user.is_admin):
-        raise NotFound(f"no submission {submission_id} of yours")
-    return submission
-
-
 def sees_everything_of(viewer: User | None, submission: Submission) -> bool:
     """A submission's author and the organizers (admins) see all of it."""
     return viewer is not None and (viewer.is_admin or viewer.id == submission.user_id)
@@ -250,7 +243,7 @@ def can_see_code(session: Session, viewer: User | None, submission: Submission) 
 
 
 def get_visible_submission(session: Session, submission_id: int, viewer: User | None) -> Submission:
-    submission = repository.get_submission(session, submission_id)
+    submission = repository.get_submission(session, submission_id, to_show=True)
     if submission is None or not can_see(session, viewer, submission):
         raise NotFound(f"no submission {submission_id}")
     return submission

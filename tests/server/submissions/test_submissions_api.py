@@ -204,9 +204,11 @@ async def test_wrong_content_type(client: httpx.AsyncClient, alice: Account) -> 
     assert_error(response, 422, "invalid_request", "JSON")
 
 
-async def test_other_users_cannot_read_a_submission(
+async def test_another_user_reads_a_public_run_as_its_page_shows_it_never_a_hidden_one(
     client: httpx.AsyncClient, alice: Account, admin: Account
 ) -> None:
+    """`kerneljudge status` and the result page agree: another competitor's public run is
+    readable without its code; a hidden one is unknown to them."""
     from tests.server.conftest import make_account
 
     created = await client.post(
@@ -214,11 +216,25 @@ async def test_other_users_cannot_read_a_submission(
     )
     sid = created.json()["id"]
     bob = make_account()
+    read = await client.get(f"/api/v1/submissions/{sid}", headers=bob.headers)
+    assert read.status_code == 200
+    assert read.json()["user"] == alice.name and read.json()["code"] is None
+    own = await client.get(f"/api/v1/submissions/{sid}", headers=alice.headers)
+    assert own.json()["code"] == HONEST
+    hide = await client.post(
+        f"/api/v1/admin/submissions/{sid}/moderation",
+        json={"action": "hide", "reason": "a copy"},
+        headers=admin.headers,
+    )
+    assert hide.status_code == 200, hide.text
     assert_error(
         await client.get(f"/api/v1/submissions/{sid}", headers=bob.headers), 404, "not_found"
     )
     assert (
         await client.get(f"/api/v1/submissions/{sid}", headers=admin.headers)
+    ).status_code == 200
+    assert (
+        await client.get(f"/api/v1/submissions/{sid}", headers=alice.headers)
     ).status_code == 200
     assert_error(
         await client.get("/api/v1/submissions/99999999", headers=alice.headers), 404, "not_found"
