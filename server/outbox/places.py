@@ -180,6 +180,14 @@ def typical_durations(session: Session, queue: str) -> dict[int, float]:
     return dict(_memos.get(("durations", queue), DURATIONS_TTL_S, measure))
 
 
+def still_running(typical_s: float, elapsed_s: float) -> float:
+    """How much longer a grading that has run `elapsed_s` is expected to run: what is left of
+    its mode's typical duration, or, past it (a hung kernel waiting for its limit, a slow
+    compile), as long again as it has run so far: never nothing while it still holds its
+    worker, and growing the longer it holds it."""
+    return typical_s - elapsed_s if elapsed_s < typical_s else elapsed_s
+
+
 def wait_for(session: Session, submission: Submission) -> Wait | None:
     """A queued submission's place and expected wait; None once it is no longer queued."""
     if submission.status != Status.QUEUED:
@@ -213,7 +221,7 @@ def wait_for(session: Session, submission: Submission) -> Wait | None:
     durations = typical_durations(session, queue)
     now = utcnow()
     remaining = sum(
-        max(0.0, durations[prio] - (now - started).total_seconds()) for prio, started in running
+        still_running(durations[prio], (now - started).total_seconds()) for prio, started in running
     )
     workers = max(dispatch.workers_seen(session, queue), len(running))
     expected = (sum(durations[prio] for prio in ahead) + remaining) / workers

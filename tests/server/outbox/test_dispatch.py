@@ -146,6 +146,35 @@ async def test_a_queued_submission_shows_its_place_and_an_expected_wait(
     assert seen[queued[1]][1] == pytest.approx(3 * typical, abs=0.5)
 
 
+async def test_a_grading_running_past_its_typical_time_is_expected_to_run_as_long_again(
+    client: httpx.AsyncClient,
+) -> None:
+    """A hung kernel holds its worker until its limit: the wait behind it is not 'nothing
+    left of the typical grading' but grows with the time it has held the worker."""
+    ada, bob = make_account(), make_account()
+    done = await submit(client, ada)
+    wait_for_sender()
+    start(done)
+    finish(done, seconds=4.0)
+    running = await submit(client, ada)
+    wait_for_sender()
+    start(running)
+    with session_scope() as session:
+        typical = places.typical_durations(session, "cpu")[dispatch.priority("test")]
+        session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.subject_id == running, OutboxMessage.done_at.is_(None))
+            .values(started_at=utcnow() - timedelta(seconds=3 * typical))
+        )
+    queued = await submit(client, bob)
+    wait_for_sender()
+    places.forget()
+    body = (await client.get(f"/api/v1/submissions/{queued}", headers=bob.headers)).json()
+    assert body["queue_position"] == 0
+    # As long again as it has run (3 typical gradings), not the 0 left of a typical one.
+    assert body["expected_wait_s"] == pytest.approx(3 * typical, abs=0.5)
+
+
 async def test_the_sweeper_dispatches_what_the_results_step_left(
     client: httpx.AsyncClient,
 ) -> None:
