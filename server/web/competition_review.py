@@ -104,7 +104,8 @@ def start_judging(name: str, page: AdminPage, form: PostedForm) -> HTMLResponse 
 
     def start() -> str:
         started = judging.start(page.session, name, runs_given(runs), page.viewer)
-        return f"Final judging {started.id} started: every entry is graded {started.runs} times."
+        runs_text = "1 run" if started.runs == 1 else f"{started.runs} runs"
+        return f"Final judging {started.id} started: {runs_text} of each entry queued."
 
     return acted(page, name, "runs", start, "judging", {"runs": runs})
 

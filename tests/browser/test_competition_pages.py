@@ -114,7 +114,7 @@ def test_a_team_is_formed_joined_by_its_link_and_judged(browser: Browser, site: 
     olga.get_by_role("link", name="Review: judging, disqualifying, rejudges").click()
     olga.get_by_label("Runs per entry (K)").fill("1")
     olga.get_by_role("button", name="Start the final judging").click()
-    expect(olga.locator("#notice")).to_contain_text("every entry is graded 1 times")
+    expect(olga.locator("#notice")).to_contain_text("1 run of each entry queued")
     progress = olga.locator("#judging-progress")
     expect(progress).to_contain_text("of 1 runs graded")
     deadline = time.monotonic() + 180

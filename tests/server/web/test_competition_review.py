@@ -63,7 +63,7 @@ async def test_the_final_judging_is_started_followed_and_published(
         bad = await act(browser, name, "judgings", {"runs": "99"})
         assert bad.status_code == 422 and "from 1 to 20" in field_error(bad, "runs")
         page = await followed(browser, await act(browser, name, "judgings", {"runs": "2"}))
-        assert "every entry is graded 2 times" in page
+        assert "2 runs of each entry queued" in page
         assert "0 of 4 runs graded, 4 queued or running" in page
         # Not ready: publishing waits, and says why.
         early = await act(browser, name, "judging/publish")
