@@ -190,10 +190,14 @@ async def test_entry_forms_need_the_csrf_token_and_a_signed_in_user(
     name = await add_competition(client, admin, problems(1))
     async with signed_in() as (browser, _):
         await browser.get(f"/competitions/{name}", headers=HTML)
-        forged = await browser.post(
-            f"/competitions/{name}/teams", data={"team_name": "Forged"}, headers=HTML
-        )
-        assert forged.status_code == 403
+        for action, fields in (
+            ("teams", {"team_name": "Forged"}),
+            ("join", {"invite": "anything"}),
+            ("register", {}),
+        ):
+            forged = await browser.post(f"/competitions/{name}/{action}", data=fields, headers=HTML)
+            assert forged.status_code == 403, action
+            assert "did not come from this site" in forged.text
     async with client_at("10.34.2.1") as stranger:
         shown = await stranger.get(f"/competitions/{name}", headers=HTML)
         assert "to enter." in shown.text and 'id="team_name"' not in shown.text

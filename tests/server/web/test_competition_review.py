@@ -184,6 +184,9 @@ async def test_organizer_forms_refuse_non_admins_and_need_the_csrf_token(
             ("disqualify", {"team": "Red", "reason": "not mine to say"}),
             ("judgings", {"runs": "1"}),
             ("rejudges", {"problem": "vectoradd"}),
+            ("judging/publish", {}),
+            ("judging/discard", {}),
+            ("rejudges/1/apply", {}),
         ):
             refused = await post_form(
                 plain,
