@@ -60,6 +60,13 @@ def get_rejudge(session: Session, rejudge_id: int, *, for_update: bool = False) 
     return session.scalar(query)
 
 
+def newest(session: Session, limit: int) -> Sequence[Judging]:
+    """The newest rejudges, newest first."""
+    return session.scalars(
+        select(Judging).where(Judging.kind == Kind.REJUDGE).order_by(Judging.id.desc()).limit(limit)
+    ).all()
+
+
 def ranked_on(session: Session, problem_ids: Collection[int]) -> Sequence[Submission]:
     """The ranked submissions (the leaderboards' rule, banned users left out) on these
     problems, every version and device type: what ranking reads of them, without their code

@@ -15,7 +15,7 @@ its own. Discarding keeps the runs and changes nothing. Every step is audited.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -206,6 +206,15 @@ def get(session: Session, rejudge_id: int, *, for_update: bool = False) -> Judgi
     if found is None:
         raise NotFound(f"no rejudge {rejudge_id}")
     return found
+
+
+def of_problems(session: Session, names: Collection[str], limit: int = 200) -> list[Judging]:
+    """Of the newest ``limit`` rejudges, those selecting one of these problems."""
+    return [
+        found
+        for found in repository.newest(session, limit)
+        if (found.selection or {}).get("problem") in names
+    ]
 
 
 def changes(session: Session, rejudge: Judging) -> list[Change]:
