@@ -16,6 +16,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from server.app import create_app
 from server.audit import service as audit
 from server.db import session_scope
 from server.errors import BadRequest
@@ -56,6 +57,13 @@ def signup_mode(monkeypatch: pytest.MonkeyPatch) -> Iterator[SetMode]:
 async def sign_up(browser: httpx.AsyncClient, name: str, **fields: str) -> httpx.Response:
     data = {"name": name, "password": PASSWORD, "password_again": PASSWORD, **fields}
     return await post_form(browser, "/signup", data, from_page="/signup")
+
+
+def another_browser() -> httpx.AsyncClient:
+    """A second visitor, with cookies of its own."""
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=create_app()), base_url="http://test"
+    )
 
 
 def new_invite(**options: int | str | None) -> str:
@@ -117,10 +125,10 @@ async def test_invite_sign_up_needs_a_working_code(
     taken = await sign_up(browser, "bad name!", invite=code)
     assert taken.status_code == 422 and error_of(taken, "name")
     assert (await sign_up(browser, "invitee1", invite=code.lower())).status_code == 303
-    other = httpx.AsyncClient(transport=browser._transport, base_url="http://test")
+    other = another_browser()
     async with other:
         assert (await sign_up(other, "invitee2", invite=f" {code} ")).status_code == 303
-    third = httpx.AsyncClient(transport=browser._transport, base_url="http://test")
+    third = another_browser()
     async with third:
         used_up = await sign_up(third, "invitee3", invite=code)
         assert used_up.status_code == 422
@@ -143,7 +151,7 @@ async def test_invite_sign_up_needs_a_working_code(
             .values(expires_at=utcnow() - timedelta(seconds=1))
         )
     for code, why in ((revoked, "revoked"), (expired, "expired")):
-        async with httpx.AsyncClient(transport=browser._transport, base_url="http://test") as c:
+        async with another_browser() as c:
             refused = await sign_up(c, "invitee4", invite=code)
             assert f"this invite code is {why}" in error_of(refused, "invite")
 
@@ -209,7 +217,7 @@ async def test_organizers_make_list_and_revoke_codes_on_the_admin_page(
         code = invite.code
     listed = (await browser.get("/admin/invites", headers=HTML)).text
     assert f"Invite code {code} created." in listed and "0 of 3" in listed
-    async with httpx.AsyncClient(transport=browser._transport, base_url="http://test") as new:
+    async with another_browser() as new:
         assert (await sign_up(new, "bycode", invite=code)).status_code == 303
     users_page = (await browser.get("/admin/users", headers=HTML)).text
     assert re.search(rf'<a href="/users/bycode">bycode</a>.*?{code}', users_page, re.S)
@@ -224,7 +232,7 @@ async def test_organizers_make_list_and_revoke_codes_on_the_admin_page(
         ).all()
         assert actions == ["invite.create", "invite.revoke"]
 
-    async with httpx.AsyncClient(transport=browser._transport, base_url="http://test") as other:
+    async with another_browser() as other:
         await sign_in(other, "notorganizer")
         assert (await other.get("/admin/invites", headers=HTML)).status_code == 403
 
@@ -316,7 +324,7 @@ async def test_verified_sign_up_mails_a_link_that_lets_the_account_submit(
     assert "verify your email address before submitting" in on_the_web.text
 
     link = mailed_link(inbox)
-    async with httpx.AsyncClient(transport=browser._transport, base_url="http://test") as other:
+    async with another_browser() as other:
         verified = await other.get(link, headers=HTML)  # from another browser: no log-in needed
     assert verified.status_code == 200 and "me@cs.uni.example is verified" in verified.text
     again = await browser.get(link, headers=HTML)
