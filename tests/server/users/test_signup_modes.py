@@ -314,6 +314,7 @@ async def test_verified_sign_up_mails_a_link_that_lets_the_account_submit(
     refused = await submit(browser, "verifyme", 1)
     assert refused.status_code == 403
     assert "verify your email address before submitting" in refused.json()["detail"]
+    assert 'id="unverified"' in (await browser.get("/submit", headers=HTML)).text
     on_the_web = await post_form(
         browser,
         "/submit",
