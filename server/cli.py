@@ -1,7 +1,7 @@
-"""The ``kerneljudge`` command line: serve, worker, grade, user add, problem add, competition
-add, judge, judging, publish, discard and clones, rejudge start, show, apply and discard, and the
-submitter's commands (login, submit, status, problems, bundle, leaderboard, submissions,
-standings)."""
+"""The ``kerneljudge`` command line: serve, worker, grade, user add, invite create, list and
+revoke, problem add, competition add, judge, judging, publish, discard and clones, rejudge
+start, show, apply and discard, and the submitter's commands (login, submit, status,
+problems, bundle, leaderboard, submissions, standings)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,10 @@ competition_app = typer.Typer(help="Manage competitions.", no_args_is_help=True)
 app.add_typer(user_app, name="user", rich_help_panel=SERVER_PANEL)
 app.add_typer(problem_app, name="problem", rich_help_panel=SERVER_PANEL)
 app.add_typer(competition_app, name="competition", rich_help_panel=SERVER_PANEL)
+invite_app = typer.Typer(
+    help="Manage invite codes (sign-up asks for one with KJ_SIGNUP=invite).", no_args_is_help=True
+)
+app.add_typer(invite_app, name="invite", rich_help_panel=SERVER_PANEL)
 rejudge_app = typer.Typer(
     help="Rejudge selected submissions: preview, then apply or discard.", no_args_is_help=True
 )
@@ -470,6 +474,70 @@ def user_reset_link(
         raise typer.Exit(1) from exc
     print(f"{url.rstrip('/')}{resets.PATH}{key}")
     err.print(f"a one-time link for {name!r}: it works once, for 24 hours")
+
+
+@invite_app.command("create")
+@needs("server")
+def invite_create(
+    uses: Annotated[int, typer.Option("--uses", help="how many sign-ups the code serves")] = 1,
+    expires_days: Annotated[
+        int | None,
+        typer.Option("--expires-days", help="the code stops working after this many days"),
+    ] = None,
+    note: Annotated[str, typer.Option("--note", help="who or what the code is for")] = "",
+) -> None:
+    """Make an invite code; the last line printed is the code."""
+    from server.db import session_scope
+    from server.errors import KernelJudgeError
+    from server.users import invites
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            code = invites.create(
+                session, None, uses=uses, expires_days=expires_days, note=note
+            ).code
+    except KernelJudgeError as exc:
+        err.print(f"[red]error:[/] {exc.detail}")
+        raise typer.Exit(1) from exc
+    lasting = f"for {expires_days} days" if expires_days else "until revoked"
+    err.print(f"an invite code for {uses} sign-up{'s' if uses != 1 else ''}, {lasting}:")
+    typer.echo(code)
+
+
+@invite_app.command("list")
+@needs("server")
+def invite_list() -> None:
+    """Every invite code, newest first: its uses, expiry, state and note."""
+    from server.db import session_scope
+    from server.users import invites
+
+    prepare_database()
+    with session_scope() as session:
+        for invite in invites.list_invites(session):
+            expires = f"{invite.expires_at:%Y-%m-%d %H:%M} UTC" if invite.expires_at else "never"
+            typer.echo(
+                f"{invite.code}  {invite.uses}/{invite.max_uses} used  expires {expires}  "
+                f"{invites.state(invite)}  {invite.note}".rstrip()
+            )
+
+
+@invite_app.command("revoke")
+@needs("server")
+def invite_revoke(code: Annotated[str, typer.Argument(help="the invite code")]) -> None:
+    """Revoke an invite code: no one signs up with it any more (its accounts stay)."""
+    from server.db import session_scope
+    from server.errors import KernelJudgeError
+    from server.users import invites
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            revoked = invites.revoke(session, None, code).code
+    except KernelJudgeError as exc:
+        err.print(f"[red]error:[/] {exc.detail}")
+        raise typer.Exit(1) from exc
+    typer.echo(f"invite {revoked} revoked")
 
 
 @problem_app.command("add")

@@ -24,6 +24,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
     func,
+    true,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
@@ -104,6 +105,11 @@ class User(Base):
     email: Mapped[str | None] = mapped_column(NulFreeString(254), default=None)
     is_banned: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # False only for an account signed up on a site that asks for a verified address, until
+    # its link is followed: it may not submit meanwhile.
+    is_verified: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
+    # The invite code the user signed up with, so organizers can revoke a banned user's.
+    invite_id: Mapped[int | None] = mapped_column(Integer, default=None)
 
     tokens: Mapped[list[ApiToken]] = relationship(back_populates="user")
 
@@ -536,6 +542,41 @@ class PasswordReset(Base):
     ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
 
     user: Mapped[User] = relationship(foreign_keys=[user_id])
+
+
+class Invite(Base):
+    """An invite code that lets people sign up while sign-up asks for one: it serves
+    ``max_uses`` sign-ups, until it expires or an organizer revokes it."""
+
+    __tablename__ = "invites"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    code: Mapped[str] = mapped_column(NulFreeString(32), unique=True)
+    note: Mapped[str] = mapped_column(NulFreeString(200), default="")
+    max_uses: Mapped[int] = mapped_column(Integer, default=1)
+    uses: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # None: it never expires.
+    expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+
+
+class EmailVerification(Base):
+    """A one-time link mailed to the address a user signed up with: following it marks the
+    account verified. Only its key's SHA-256 is kept; a newer link for the user ends it."""
+
+    __tablename__ = "email_verifications"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    key_hash: Mapped[str] = mapped_column(NulFreeString(64), unique=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    email: Mapped[str] = mapped_column(NulFreeString(254))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    # When it was followed, or ended by a newer link; None while it still works.
+    ended_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None)
+
+    user: Mapped[User] = relationship()
 
 
 class Competition(Base):

@@ -7,7 +7,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 EMBEDDED = "embedded"
@@ -79,7 +79,18 @@ class Settings(BaseSettings):
         default="",
         description="signs session cookies; development: generated into data_dir when unset",
     )
-    signup_open: bool = Field(default=True, description="anyone may sign up on the web pages")
+    # How people sign up on the web pages (server/users/signup.py): anyone, with an
+    # organizer's invite code, with an email address they prove by a mailed link, or not at
+    # all (organizers add accounts with `kerneljudge user add`).
+    signup: Literal["open", "invite", "verified", "closed"] = Field(
+        default="open", description="how people sign up: open, invite, verified or closed"
+    )
+    # The older switch: false closes sign-up whatever `signup` says.
+    signup_open: bool = Field(default=True, description="false: sign-up is closed")
+    signup_email_domains: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="verified sign-up: the only email domains accepted, e.g. example.edu",
+    )
     https: bool = Field(default=False, description="pages are served over HTTPS: Secure cookies")
     # Password resets by email (server/users/mail.py): off while smtp_host is empty, and
     # organizers' one-time links remain the way.
@@ -130,6 +141,26 @@ class Settings(BaseSettings):
             for network in value:
                 ipaddress.ip_network(network, strict=False)  # a ValueError names it
         return value
+
+    @field_validator("signup_email_domains", mode="before")
+    @classmethod
+    def _split_domains(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip().lower().lstrip("@") for part in value.split(",") if part.strip()]
+        return value
+
+    @model_validator(mode="after")
+    def _verified_signup_needs_mail(self) -> Settings:
+        if self.signup_mode == "verified" and not self.smtp_host:
+            raise ValueError(
+                "KJ_SIGNUP=verified mails a link to each new account: set KJ_SMTP_HOST"
+            )
+        return self
+
+    @property
+    def signup_mode(self) -> str:
+        """How people sign up: ``signup``, unless the older ``signup_open`` closes it."""
+        return self.signup if self.signup_open else "closed"
 
     @property
     def resolved_database_url(self) -> str:

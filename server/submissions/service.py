@@ -43,6 +43,7 @@ from server.problems import service as problems
 from server.settings import Settings
 from server.submissions import payloads, repository
 from server.users import service as users
+from server.users import verification
 
 log = logging.getLogger(__name__)
 
@@ -124,6 +125,7 @@ def create_submission(
             return earlier, True
     if user.is_banned:
         raise Forbidden(users.banned_message(session, user))
+    verification.refuse_unverified(user)
     if mode not in MODES:
         raise BadRequest(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     problem = problems.get_problem_to_submit(session, problem_name, user)

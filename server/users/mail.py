@@ -80,6 +80,10 @@ def deliver(settings: Settings, user: User, link: str) -> None:
         f"This link sets one; it works once, for {hours} hours:\n\n{link}\n\n"
         "If you did not ask, ignore this mail: your password stays as it is.\n"
     )
+    send(settings, message)
+
+
+def send(settings: Settings, message: EmailMessage) -> None:
     with smtplib.SMTP(settings.smtp_host, settings.smtp_port, timeout=SMTP_TIMEOUT_S) as smtp:
         if settings.smtp_starttls:
             smtp.starttls()

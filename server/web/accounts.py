@@ -18,8 +18,9 @@ from server.errors import (
     TooManyRequests,
 )
 from server.submissions import service as submissions
-from server.users import accounts, mail, resets, scopes
+from server.users import accounts, mail, resets, scopes, verification
 from server.users import service as users
+from server.users import signup as signups
 from server.web.page import Page, PageDep, SignedInPage
 from server.web.sessions import SESSION_KEY, PostedForm, sign_in, sign_out
 
@@ -38,30 +39,65 @@ def login_url(next_path: str) -> str:
 
 
 @router.get("/signup", response_class=HTMLResponse)
-def signup_form(page: PageDep, next: str | None = Query(default=None)) -> HTMLResponse:
-    return page.render("signup.html", values={}, errors={}, next=safe_next(next))
+def signup_form(
+    page: PageDep,
+    next: str | None = Query(default=None),
+    invite: str | None = Query(default=None, max_length=64),
+) -> HTMLResponse:
+    return render_signup(page, {"invite": invite or ""}, {}, safe_next(next))
+
+
+def render_signup(
+    page: Page,
+    values: dict[str, str],
+    errors: dict[str, str],
+    next_path: str,
+    status_code: int = 200,
+) -> HTMLResponse:
+    """The sign-up form as the site's mode asks for it (server/users/signup.py)."""
+    settings = page.settings
+    return page.render(
+        "signup.html",
+        status_code=status_code,
+        values=values,
+        errors=errors,
+        next=next_path,
+        mode=settings.signup_mode,
+        domains=settings.signup_email_domains,
+    )
 
 
 @router.post("/signup", response_model=None)
 def signup(request: Request, page: PageDep, form: PostedForm) -> HTMLResponse | RedirectResponse:
-    name = str(form.get("name") or "").strip()
+    values = {
+        field: str(form.get(field) or "").strip()[:254] for field in ("name", "invite", "email")
+    }
     password = str(form.get("password") or "")
     next_path = safe_next(str(form.get("next") or ""))
-    errors: dict[str, str] = {}
-    if not page.settings.signup_open:
-        errors["form"] = "sign-up is closed on this site; ask the organizers for an account"
-    elif password != str(form.get("password_again") or ""):
-        errors["password_again"] = "the two passwords differ"
-    else:
-        try:
-            user = users.create_user(page.session, name, password=password)
-        except KernelJudgeError as exc:
-            errors["password" if "password" in exc.detail else "name"] = exc.detail
-    if errors:
-        return page.render(
-            "signup.html", status_code=422, values={"name": name}, errors=errors, next=next_path
+    if page.settings.signup_mode != "closed" and password != str(form.get("password_again") or ""):
+        return render_signup(
+            page, values, {"password_again": "the two passwords differ"}, next_path, 422
         )
+    try:
+        user = signups.sign_up(
+            page.session,
+            page.settings,
+            name=values["name"],
+            password=password,
+            invite_code=values["invite"],
+            email=values["email"],
+            base_url=str(request.base_url),
+        )
+    except signups.SignUpRefused as exc:
+        page.session.rollback()  # no account, no invite's use, no link
+        return render_signup(page, values, {exc.field: exc.detail}, next_path, 422)
     sign_in(request, page.session, user)
+    if not user.is_verified:
+        return page.redirect(
+            f"/users/{quote(user.name)}#email",
+            f"Welcome! A link is on its way to {user.email}: follow it to verify your address, "
+            "and then you can submit.",
+        )
     return page.redirect(next_path)
 
 
@@ -103,10 +139,41 @@ def forgot(request: Request, page: PageDep, form: PostedForm) -> HTMLResponse:
 @router.post("/account/email")
 def save_email(page: SignedInPage, form: PostedForm) -> RedirectResponse:
     assert page.viewer is not None
-    address = mail.checked_address(str(form.get("email") or ""))
+    text = str(form.get("email") or "")
+    # An account waiting to be verified keeps an address that sign-up would take.
+    if page.viewer.is_verified:
+        address = mail.checked_address(text)
+    else:
+        address = verification.checked_address(page.settings, text)
     page.viewer.email = address
     said = f"Password-reset mail goes to {address}." if address else "No email address kept."
     return page.redirect(f"/users/{quote(page.viewer.name)}#email", said)
+
+
+@router.post("/account/verify")
+def resend_verification(request: Request, page: SignedInPage, form: PostedForm) -> RedirectResponse:
+    """Mail a new link that verifies the account's address (the older ones stop working)."""
+    assert page.viewer is not None
+    name = page.viewer.name
+    try:
+        verification.send_link(page.session, page.settings, page.viewer, str(request.base_url))
+    except (BadRequest, TooManyRequests) as exc:
+        page.session.rollback()  # no mail went: no new link either
+        return page.redirect(
+            f"/users/{quote(name)}#email", exc.detail[:1].upper() + exc.detail[1:] + "."
+        )
+    return page.redirect(
+        f"/users/{quote(name)}#email", f"A new link is on its way to {page.viewer.email}."
+    )
+
+
+@router.get("/verify/{key}", response_class=HTMLResponse)
+def verify_email(key: str, page: PageDep) -> HTMLResponse:
+    """A mailed link that verifies an account's address, or why it no longer works (410)."""
+    user = verification.verify(page.session, key)
+    if user is None:
+        return page.render("verify.html", status_code=410, user=None, gone=verification.GONE)
+    return page.render("verify.html", user=user, gone="")
 
 
 @router.get("/reset/{key}", response_class=HTMLResponse)

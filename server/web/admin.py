@@ -1,7 +1,7 @@
 """Admin pages: add problems (with the leaderboard's fate on a new version), follow and re-run
 their validation, set their start time, deadline, visibility and difficulty, download their exports,
-moderate submissions (hide, mark as hacked, re-run), moderate users (ban, make admin), and
-read the audit log of all of these."""
+moderate submissions (hide, mark as hacked, re-run), moderate users (ban, make admin), make
+and revoke invite codes, and read the audit log of all of these."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from server.models import Problem, utcnow
 from server.problems import service as problems
 from server.problems import validation, versions
 from server.submissions import service as submissions
-from server.users import resets
+from server.users import invites, resets
 from server.users import service as users
 from server.web.page import AdminPage, Page
 from server.web.sessions import PostedForm
@@ -262,6 +262,8 @@ def admin_users(page: AdminPage) -> HTMLResponse:
             for u in listed
             if u.is_banned
         },
+        # The code each user signed up with, where sign-up asked for one.
+        invites_by_id={invite.id: invite for invite in invites.list_invites(page.session)},
         section="users",
     )
 
@@ -291,6 +293,55 @@ def reset_link(user_id: RowId, page: AdminPage, form: PostedForm) -> RedirectRes
         "does). It is shown this once:",
         token=link,
     )
+
+
+def render_invites(
+    page: Page,
+    status_code: int = 200,
+    values: dict[str, str] | None = None,
+    errors: dict[str, str] | None = None,
+) -> HTMLResponse:
+    return page.render(
+        "admin/invites.html",
+        status_code=status_code,
+        invites=invites.list_invites(page.session),
+        state=invites.state,
+        mode=page.settings.signup_mode,
+        values=values or {},
+        errors=errors or {},
+        section="invites",
+    )
+
+
+@router.get("/invites", response_class=HTMLResponse)
+def admin_invites(page: AdminPage) -> HTMLResponse:
+    return render_invites(page)
+
+
+@router.post("/invites", response_model=None)
+def create_invite(page: AdminPage, form: PostedForm) -> HTMLResponse | RedirectResponse:
+    values = {
+        field: str(form.get(field) or "").strip() for field in ("uses", "expires_days", "note")
+    }
+    try:
+        uses = int(values["uses"] or "1")
+        expires_days = int(values["expires_days"]) if values["expires_days"] else None
+    except ValueError:
+        return render_invites(page, 422, values, {"form": "sign-ups and days are whole numbers"})
+    try:
+        invite = invites.create(
+            page.session, page.viewer, uses=uses, expires_days=expires_days, note=values["note"]
+        )
+    except BadRequest as exc:
+        page.session.rollback()
+        return render_invites(page, 422, values, {"form": exc.detail})
+    return page.redirect(f"/admin/invites#i{invite.id}", f"Invite code {invite.code} created.")
+
+
+@router.post("/invites/{code}/revoke")
+def revoke_invite(code: str, page: AdminPage, form: PostedForm) -> RedirectResponse:
+    invite = invites.revoke(page.session, page.viewer, code)
+    return page.redirect(f"/admin/invites#i{invite.id}", f"Invite code {invite.code} revoked.")
 
 
 @router.get("/audit", response_class=HTMLResponse)

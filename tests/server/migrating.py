@@ -3,7 +3,7 @@ older revision's tables hold, written as those tables take them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any
@@ -11,10 +11,9 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Engine, MetaData, Table, create_engine, text
-from sqlalchemy.orm import Session
 
 from server.db import alembic_config
-from server.models import Competition, CompetitionProblem, User, utcnow
+from server.models import Competition, CompetitionProblem, utcnow
 
 
 @contextmanager
@@ -57,11 +56,23 @@ def sprint(now: datetime) -> Competition:
     )  # fmt: skip
 
 
+def add_users(engine: Engine, *names: str, admins: Collection[str] = ()) -> None:
+    """Users with these names (ids from 1, in order), as the users table has held them since
+    revision 0002: the model has columns later revisions added."""
+    with engine.begin() as connection:
+        for name in names:
+            connection.execute(
+                text(
+                    "INSERT INTO users (name, is_admin, is_banned, created_at) "
+                    "VALUES (:name, :admin, :no, :now)"
+                ),
+                {"name": name, "admin": name in admins, "no": False, "now": utcnow()},
+            )
+
+
 def add_ada_and_vectoradd(engine: Engine) -> None:
     """User 1 (ada) and problem 1 (vectoradd)."""
-    with Session(engine) as db:
-        db.add(User(name="ada"))
-        db.commit()
+    add_users(engine, "ada")
     add_vectoradd(engine)
 
 

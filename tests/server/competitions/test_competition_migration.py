@@ -13,16 +13,14 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from server.models import Competition, CompetitionProblem, Problem, Team, TeamMember, User, utcnow
-from tests.server.migrating import add_vectoradd, at_revision
+from tests.server.migrating import add_users, add_vectoradd, at_revision
 
 TABLES = {"competitions", "competition_problems", "teams", "team_members"}
 
 
 def test_the_competition_tables_come_and_go_with_their_revision(url: str) -> None:
     with at_revision(url, "0016") as (config, engine):
-        with Session(engine) as db:
-            db.add_all([User(name="ada"), User(name="bob")])
-            db.commit()
+        add_users(engine, "ada", "bob")
         add_vectoradd(engine)
         command.upgrade(config, "head")
         with engine.connect() as connection:

@@ -13,10 +13,9 @@ from server.models import (
     JudgingRun,
     Submission,
     Team,
-    User,
     utcnow,
 )
-from tests.server.migrating import add_vectoradd, at_revision, sprint
+from tests.server.migrating import add_users, add_vectoradd, at_revision, sprint
 
 TABLES = {"judgings", "judging_runs"}
 
@@ -25,10 +24,10 @@ def test_the_judging_tables_come_and_go_with_their_revision(url: str) -> None:
     now = utcnow()
     with at_revision(url, "0017") as (config, engine):
         add_vectoradd(engine)
+        add_users(engine, "ada")
         with Session(engine) as db:
-            ada = User(name="ada")
             competition = sprint(now)
-            db.add_all([ada, competition])
+            db.add(competition)
             db.flush()
             db.add(Team(competition_id=competition.id, name="ada", invite_code="a" * 22))
             db.commit()

@@ -12,18 +12,17 @@ from server.models import (
     Judging,
     JudgingRun,
     Submission,
-    User,
     utcnow,
 )
-from tests.server.migrating import add_vectoradd, at_revision, sprint
+from tests.server.migrating import add_users, add_vectoradd, at_revision, sprint
 
 
 def test_judgings_become_review_sets_of_either_kind(url: str) -> None:
     now = utcnow()
     with at_revision(url, "0020") as (config, engine):
         add_vectoradd(engine)
+        add_users(engine, "ada")
         with Session(engine) as db:
-            db.add(User(name="ada"))
             competition = sprint(now)
             db.add(competition)
             db.commit()

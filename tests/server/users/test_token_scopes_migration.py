@@ -6,18 +6,14 @@ from __future__ import annotations
 
 from alembic import command
 from sqlalchemy import inspect, text
-from sqlalchemy.orm import Session
 
-from server.models import User
 from tests.server.competitions.conftest import url as url
-from tests.server.migrating import at_revision
+from tests.server.migrating import add_users, at_revision
 
 
 def test_tokens_keep_what_they_could_do(url: str) -> None:
     with at_revision(url, "0023") as (config, engine):
-        with Session(engine) as db:
-            db.add_all([User(name="ada", is_admin=True), User(name="bob")])
-            db.commit()
+        add_users(engine, "ada", "bob", admins={"ada"})
         with engine.begin() as connection:
             for user_id, prefix in ((1, "kj_ada"), (2, "kj_bob")):
                 connection.execute(

@@ -60,6 +60,9 @@ async def test_every_post_route_checks_csrf(browser: httpx.AsyncClient) -> None:
         "/account/email",
         "/account/password",
         "/account/delete",
+        "/account/verify",
+        "/admin/invites",
+        "/admin/invites/SOME-CODE/revoke",
     ):
         response = await browser.post(path, data={"csrf_token": "wrong"}, headers=HTML)
         assert response.status_code == 403, path
