@@ -50,6 +50,17 @@ def hash_token(token: str) -> str:
 def create_user(
     session: Session, name: str, *, is_admin: bool = False, password: str | None = None
 ) -> User:
+    check_new_name(session, name)
+    user = User(name=name, is_admin=is_admin)
+    if password is not None:
+        set_password(user, password)
+    session.add(user)
+    session.flush()
+    return user
+
+
+def check_new_name(session: Session, name: str) -> None:
+    """Raises BadRequest for a name no user may have, Conflict for one that is taken."""
     if not USER_NAME.match(name):
         raise BadRequest(
             "a user name is 1-64 characters: letters, digits, '_', '.', '-', "
@@ -61,20 +72,19 @@ def create_user(
             "" if taken.name == name else f" (as {taken.name!r}: names are one whatever their case)"
         )
         raise Conflict(f"user {name!r} already exists{shown}")
-    user = User(name=name, is_admin=is_admin)
-    if password is not None:
-        set_password(user, password)
-    session.add(user)
-    session.flush()
-    return user
 
 
 def set_password(user: User, password: str) -> None:
+    check_password(password)
+    user.password_hash = passwords.hash(password)
+
+
+def check_password(password: str) -> None:
+    """Raises BadRequest for a password too short or too long."""
     if len(password) < MIN_PASSWORD_LENGTH:
         raise BadRequest(f"a password has at least {MIN_PASSWORD_LENGTH} characters")
     if len(password) > MAX_PASSWORD_LENGTH:
         raise BadRequest(f"a password has at most {MAX_PASSWORD_LENGTH} characters")
-    user.password_hash = passwords.hash(password)
 
 
 def log_in(session: Session, settings: Settings, name: str, password: str, address: str) -> User:

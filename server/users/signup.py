@@ -17,11 +17,12 @@ CLOSED = "sign-up is closed on this site; ask the organizers for an account"
 
 
 class SignUpRefused(BadRequest):
-    """Why a sign-up was refused, and the form's field it is about ('form': none)."""
+    """Why a sign-up was refused: each reason by the form's field it is about ('form':
+    none), all of them at once where they can be told apart."""
 
-    def __init__(self, field: str, detail: str) -> None:
-        super().__init__(detail)
-        self.field = field
+    def __init__(self, errors: dict[str, str]) -> None:
+        super().__init__("; ".join(errors.values()))
+        self.errors = errors
 
 
 def sign_up(
@@ -30,30 +31,43 @@ def sign_up(
     *,
     name: str,
     password: str,
+    password_again: str,
     invite_code: str = "",
     email: str = "",
     base_url: str,
 ) -> User:
     """The new account, in this transaction, which the caller rolls back on SignUpRefused
-    (an invite's use or a link is never kept for a refused sign-up)."""
+    (an invite's use or a link is never kept for a refused sign-up). What is wrong with the
+    name, the passwords and the address is told at once; the invite code's use is taken
+    only once the rest is right."""
     mode = settings.signup_mode
     if mode == "closed":
-        raise SignUpRefused("form", CLOSED)
+        raise SignUpRefused({"form": CLOSED})
+    errors: dict[str, str] = {}
     address = None
     if mode == "verified":
         try:
             address = verification.checked_address(settings, email)
         except BadRequest as exc:
-            raise SignUpRefused("email", exc.detail) from exc
+            errors["email"] = exc.detail
     try:
-        user = users.create_user(session, name, password=password)
+        users.check_new_name(session, name)
     except KernelJudgeError as exc:
-        raise SignUpRefused("password" if "password" in exc.detail else "name", exc.detail) from exc
+        errors["name"] = exc.detail
+    try:
+        users.check_password(password)
+    except KernelJudgeError as exc:
+        errors["password"] = exc.detail
+    if password != password_again:
+        errors["password_again"] = "the two passwords differ"
+    if errors:
+        raise SignUpRefused(errors)
+    user = users.create_user(session, name, password=password)
     if mode == "invite":
         try:
             user.invite_id = invites.take_use(session, invite_code).id
         except BadRequest as exc:
-            raise SignUpRefused("invite", exc.detail) from exc
+            raise SignUpRefused({"invite": exc.detail}) from exc
     if address is not None:
         user.email = address
         user.is_verified = False
@@ -61,5 +75,5 @@ def sign_up(
         try:
             verification.send_link(session, settings, user, base_url)
         except KernelJudgeError as exc:
-            raise SignUpRefused("email", exc.detail) from exc
+            raise SignUpRefused({"email": exc.detail}) from exc
     return user

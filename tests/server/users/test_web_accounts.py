@@ -181,9 +181,17 @@ async def test_sign_up_logs_in_and_checks_its_fields(browser: httpx.AsyncClient)
     with session_scope() as session:
         found = get_user_by_name(session, taken_name.upper())
         assert found is not None and found.name == taken_name
+    # Everything wrong is said at once: the name, the password and the second copy of it.
+    data = {"name": taken_name, "password": "short", "password_again": "shorter"}
+    many = await post_form(browser, "/signup", data, from_page="/signup")
+    assert many.status_code == 422
+    for field in ("name", "password", "password_again"):
+        assert f'id="{field}-error"' in many.text, field
     done = await sign_up(browser, "newcomer", "long-enough-1")
     assert done.status_code == 303
-    assert ">newcomer</a>" in (await browser.get("/", headers=HTML)).text
+    home = (await browser.get("/", headers=HTML)).text
+    assert ">newcomer</a>" in home
+    assert "Welcome, newcomer!" in home and "test mode" in home
     with session_scope() as session:
         user = get_user_by_name(session, "newcomer")
         assert user is not None and user.password_hash is not None
