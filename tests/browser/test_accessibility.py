@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.site import (
     ADMIN_NAME,
@@ -100,7 +100,7 @@ def visits(site: Site) -> Visits:
         MISSING,
     ]
     return Visits(
-        spectator=[*public, "/login", "/signup", "/forgot"],
+        spectator=[*public, "/login", "/forgot", "/signup"],
         competitor=[
             *public,
             "/submit?problem=vectoradd",
@@ -151,6 +151,14 @@ def test_no_page_has_a_serious_or_critical_violation(
             failures.extend(f"{role} {path}: {line}" for line in severe_violations(axe, view))
 
     check("spectator", visits.spectator)
+    # The last page, the sign-up form, sent wrong: it comes back with its errors.
+    view.get_by_label("User name").fill(COMPETITOR)
+    view.get_by_label("Password", exact=True).fill("a-long-password")
+    view.get_by_label("Password again").fill("another-password")
+    view.get_by_role("button", name="Sign up").click()
+    expect(view.locator(".field-error").first).to_be_visible()
+    failures.extend(f"spectator /signup (errors): {line}" for line in severe_violations(axe, view))
+
     log_in(view, site, COMPETITOR, f"{COMPETITOR}-password")
     check("competitor", visits.competitor)
     log_out(view)
