@@ -1,6 +1,6 @@
 """Watching a grading in a real browser: while a slow kernel's test cases run, the page says
 which case of how many is running and for how long, with no internal slot name, and then
-gives the verdict without reloading."""
+gives the verdict without reloading; on a phone too."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ import re
 from playwright.sync_api import Page, expect
 
 from tests.browser.site import Site, sign_up, submit_by_form, wait_for_verdict
+from tests.browser.test_phone import PHONE, page_fits
 
-# Each test case's call takes 1.5 s: five of them, well within test mode's 20 s.
+# Each test case's call takes 2.5 s: five of them, within test mode's 20 s, and long enough
+# to read the line on a desktop and then on a phone.
 SLOW_ADD = """import time
 
 
 def custom_kernel(data):
-    time.sleep(1.5)
+    time.sleep(2.5)
     A, B, out = data
     out[...] = A + B
     return out
@@ -39,6 +41,11 @@ def test_a_running_submission_shows_its_case_of_cases_and_running_time(
         timeout=30_000,
     )
     expect(page.locator("#worker")).to_have_count(0)  # an organizer's detail
+    # On a phone, the same line, on a page no wider than the screen.
+    page.set_viewport_size(PHONE)
+    expect(running).to_be_in_viewport()
+    expect(running).to_contain_text("Running: case")
+    page_fits(page, "a running submission's page")
 
     wait_for_verdict(page, "passed", timeout_s=120)
     expect(page.locator("#progress")).to_have_count(0)
