@@ -23,6 +23,7 @@ from rig.processes import free_port
 from tests.browser.site import (
     ADMIN_NAME,
     ADMIN_PASSWORD,
+    SLOW_ADD,
     VECTORADD,
     Site,
     add_user_with_password,
@@ -80,6 +81,8 @@ def custom_kernel(data)
 """
 # The submission ids of the runs shown on their own pages.
 SHOWN: dict[str, int] = {}
+# While a submission grades, its page says which case of how many runs.
+PROGRESS_LINE = re.compile(r"^Running: case \d+ of \d+")
 # The password-reset link the site mailed, opened later on a phone.
 MAILED: list[str] = []
 
@@ -169,11 +172,8 @@ def competitor_pages(page: Page, site: Site, out: Path) -> None:
     expect(page.locator("#code-error")).to_be_visible()
     shoot(page, out, "submit-error")
 
-    submit_by_form(page, site, "vectoradd", "leaderboard", file=VECTORADD / "pytorch.py")
-    page.screenshot(path=str(out / "submission-live.png"), full_page=True)
-    print(f"wrote {out / 'submission-live.png'}")
-    wait_for_verdict(page, "passed", timeout_s=300)
-    shoot(page, out, "submission-result")
+    grading_and_after(page, site, out, "")
+    visit(page, site, out, "/submissions/mine", "my-submissions")
 
     visit(page, site, out, "/leaderboards/vectoradd?gpu=cpu", "leaderboard")
 
@@ -192,6 +192,29 @@ def competitor_pages(page: Page, site: Site, out: Path) -> None:
     log_out(page)
     log_in(page, site, "grace", "grace-password")
     visit(page, site, out, f"/submissions/{SHOWN['profile']}", "submission-profile")
+    log_out(page)
+
+
+def grading_and_after(page: Page, site: Site, out: Path, prefix: str) -> None:
+    """A slow kernel's page while it grades, its progress line showing; then a ranked run's
+    page once it passed, with where it stands and the next step. ``prefix``: "phone-" or ""."""
+    submit_by_form(page, site, "vectoradd", "test", code=SLOW_ADD)
+    expect(page.locator("#progress")).to_have_text(PROGRESS_LINE, timeout=300_000)
+    shoot(page, out, f"{prefix}submission-live")
+    wait_for_verdict(page, "passed", timeout_s=300)
+    ranked = submit_by_form(page, site, "vectoradd", "leaderboard", file=VECTORADD / "pytorch.py")
+    SHOWN[f"{prefix}ranked"] = ranked
+    wait_for_verdict(page, "passed", timeout_s=300)
+    expect(page.locator("#standing")).to_be_visible()
+    shoot(page, out, f"{prefix}submission-result")
+
+
+def phone_competitor_pages(page: Page, site: Site, out: Path) -> None:
+    """ada's pages on a phone: a grading and a ranked result, My submissions, her account."""
+    log_in(page, site, "ada", "ada-password")
+    grading_and_after(page, site, out, "phone-")
+    visit(page, site, out, "/submissions/mine", "phone-my-submissions")
+    visit(page, site, out, "/users/ada", "phone-user-account")
     log_out(page)
 
 
@@ -270,6 +293,7 @@ def main(out: Path) -> None:
             (DESKTOP, organizer_pages),
             (DESKTOP, partial(password_pages, inbox=inbox)),
             (PHONE, phone_pages),
+            (PHONE, phone_competitor_pages),
         ):
             context = browser.new_context(viewport=viewport)
             context.set_default_timeout(30_000)

@@ -8,18 +8,7 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.site import Site, sign_up, submit_by_form, wait_for_verdict
-
-# Each test case's call takes 1.5 s: five of them, well within test mode's 20 s.
-SLOW_ADD = """import time
-
-
-def custom_kernel(data):
-    time.sleep(1.5)
-    A, B, out = data
-    out[...] = A + B
-    return out
-"""
+from tests.browser.site import SLOW_ADD, Site, sign_up, submit_by_form, wait_for_verdict
 
 
 def test_a_running_submission_shows_its_case_of_cases_and_running_time(
