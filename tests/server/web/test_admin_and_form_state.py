@@ -86,7 +86,9 @@ async def test_the_submit_form_leaves_out_leaderboard_mode_where_it_is_refused(
         headers=HTML,
     )
     assert refused.status_code == 422
-    assert 'id="mode-error"' in refused.text and refused.text.count("closed at") == 2  # + data
+    error = re.search(r'<p class="field-error" id="mode-error"[^>]*>([^<]*)</p>', refused.text)
+    assert error and "the competition on &#39;form-closed&#39; closed at" in error.group(1)
+    assert '<p class="hint" id="leaderboard-closed" aria-live="polite" hidden></p>' in refused.text
     assert not leaderboard_offered(refused)
 
 
