@@ -308,8 +308,9 @@ def reset_link(user_id: RowId, page: AdminPage, form: PostedForm) -> RedirectRes
     user = users.get_user_by_id(page.session, user_id)
     key = resets.issue(page.session, page.viewer, user)
     link = f"{str(page.request.base_url).rstrip('/')}{resets.PATH}{key}"
+    # The page opens at its top, where the link is shown under the notice that names it.
     return page.redirect(
-        f"/admin/users#u{user_id}",
+        "/admin/users",
         f"A one-time link that sets a new password for {user.name} (it works for "
         f"{int(resets.LIFETIME.total_seconds() // 3600)} hours; any earlier one no longer "
         "does). It is shown this once:",
