@@ -231,7 +231,13 @@ def organizer_pages(page: Page, site: Site, out: Path) -> None:
     row.locator("input[name=deadline]").fill("2026-12-24T18:00")
     row.get_by_role("button", name="Save vectoradd_v2").click()
     expect(page.locator("#p-vectoradd_v2 input[name=deadline]")).to_have_value("2026-12-24T18:00")
-    shoot(page, out, "admin-problems")
+    # The screen as the save left it: the row below the header, the notice at its foot.
+    expect(page.locator("#notice")).to_be_in_viewport()
+    page.screenshot(path=str(out / "admin-problems-saved.png"))
+    print(f"wrote {out / 'admin-problems-saved.png'}")
+    # The row follows its validation to the verdict, without a reload.
+    expect(row.locator("[data-status]")).to_have_attribute("data-status", "live", timeout=300_000)
+    visit(page, site, out, "/admin/problems", "admin-problems")
     visit(page, site, out, "/admin/submissions", "admin-submissions")
     visit(page, site, out, "/admin/users", "admin-users")
 
