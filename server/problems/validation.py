@@ -131,6 +131,12 @@ def current_round(session: Session, problem: Problem) -> Sequence[ProblemValidat
     return repository.validations_of_round(session, problem.id, problem.validation_attempt)
 
 
+def waiting(rows: Sequence[ProblemValidation]) -> bool:
+    """Whether a round (its rows, as ``current_round`` reads them) still waits for a device's
+    report."""
+    return any(row.status == QUEUED for row in rows)
+
+
 # A validation's report at the door (a worker's, or one the database keeps): the grader's
 # ValidationReport; keys it does not know are ignored.
 VALIDATION_REPORT: TypeAdapter[GraderValidationReport] = TypeAdapter(GraderValidationReport)

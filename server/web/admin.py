@@ -5,7 +5,9 @@ and revoke invite codes, and read the audit log of all of these."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -50,6 +52,20 @@ def admin_home(page: AdminPage) -> RedirectResponse:
     return page.redirect("/admin/problems")
 
 
+def problem_states(page: Page, listed: Sequence[Problem]) -> dict[str, Any]:
+    """What each problem's version and validation cells show: its current round, its staged
+    version, its opening, and whether a device's report is still awaited (the page then
+    polls the row's state)."""
+    validations = {p.id: validation.current_round(page.session, p) for p in listed}
+    return {
+        "validations": validations,
+        "staged": {p.id: versions.staged(p) for p in listed},
+        "openings": problems.openings_of(page.session, listed),
+        "waiting": {p.id: validation.waiting(validations[p.id]) for p in listed},
+        "now": utcnow(),
+    }
+
+
 def render_problems(
     page: Page, errors: dict[str, str] | None = None, status_code: int = 200
 ) -> HTMLResponse:
@@ -58,15 +74,12 @@ def render_problems(
         "admin/problems.html",
         status_code=status_code,
         problems=listed,
-        validations={p.id: validation.current_round(page.session, p) for p in listed},
-        staged={p.id: versions.staged(p) for p in listed},
+        **problem_states(page, listed),
         leaderboard_choices=problems.LEADERBOARD_CHOICES,
         difficulties=DIFFICULTIES,
         device_types=problems.service_gpu_types(page.settings),
         # The organizers' latest choice, including device types still being validated.
         offered={p.id: problems.gpu_types_next(p, page.settings) for p in listed},
-        openings=problems.openings_of(page.session, listed),
-        now=utcnow(),
         errors=errors or {},
         section="problems",
         exports=[(table, fmt) for table in exports.TABLES for fmt in exports.FORMATS],
@@ -76,6 +89,17 @@ def render_problems(
 @router.get("/problems", response_class=HTMLResponse)
 def admin_problems(page: AdminPage) -> HTMLResponse:
     return render_problems(page)
+
+
+@router.get("/problems/{name}/state", response_class=HTMLResponse)
+def problem_state(name: str, page: AdminPage) -> HTMLResponse:
+    """A problem's version and validation cells, polled by its row while a round waits for a
+    device's report."""
+    assert page.viewer is not None
+    problem = problems.get_visible_problem(page.session, name, page.viewer)
+    return page.render(
+        "admin/_problem_state.html", problem=problem, **problem_states(page, [problem])
+    )
 
 
 @router.post("/problems", response_model=None)
@@ -286,8 +310,9 @@ def reset_link(user_id: RowId, page: AdminPage, form: PostedForm) -> RedirectRes
     user = users.get_user_by_id(page.session, user_id)
     key = resets.issue(page.session, page.viewer, user)
     link = f"{str(page.request.base_url).rstrip('/')}{resets.PATH}{key}"
+    # The page opens at its top, where the link is shown under the notice that names it.
     return page.redirect(
-        f"/admin/users#u{user_id}",
+        "/admin/users",
         f"A one-time link that sets a new password for {user.name} (it works for "
         f"{int(resets.LIFETIME.total_seconds() // 3600)} hours; any earlier one no longer "
         "does). It is shown this once:",

@@ -4,6 +4,7 @@ submission grade, and a signed-in user's own submissions."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -273,12 +274,20 @@ def render_submit(
         templates_by_problem={p.name: loaded_problem(p).submission_template for p in visible},
         all_gpus=sorted({gpu for offered in gpus.values() for gpu in offered}),
         modes=submissions.MODES,
+        # Why a problem takes no leaderboard-mode run now, by name: the form leaves the mode
+        # out for it and says why (site.js follows the chosen problem).
+        leaderboard_closed=leaderboard_closed_by_name(page, visible),
         values=values,
         errors=errors,
         # A fresh one each time the form is shown: the same form posted twice is one
         # submission; a form shown again (after an error) is a new attempt.
         idempotency_key=uuid.uuid4().hex,
     )
+
+
+def leaderboard_closed_by_name(page: Page, visible: Sequence[Problem]) -> dict[str, str]:
+    closed = {p.name: submissions.leaderboard_closed(page.session, p) for p in visible}
+    return {name: reason for name, reason in closed.items() if reason is not None}
 
 
 @router.post("/submit", response_model=None)

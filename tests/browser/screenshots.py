@@ -23,6 +23,7 @@ from rig.processes import free_port
 from tests.browser.site import (
     ADMIN_NAME,
     ADMIN_PASSWORD,
+    SLOW_ADD,
     VECTORADD,
     Site,
     add_user_with_password,
@@ -80,6 +81,8 @@ def custom_kernel(data)
 """
 # The submission ids of the runs shown on their own pages.
 SHOWN: dict[str, int] = {}
+# While a submission grades, its page says which case of how many runs.
+PROGRESS_LINE = re.compile(r"^Running: case \d+ of \d+")
 # The password-reset link the site mailed, opened later on a phone.
 MAILED: list[str] = []
 
@@ -169,11 +172,8 @@ def competitor_pages(page: Page, site: Site, out: Path) -> None:
     expect(page.locator("#code-error")).to_be_visible()
     shoot(page, out, "submit-error")
 
-    submit_by_form(page, site, "vectoradd", "leaderboard", file=VECTORADD / "pytorch.py")
-    page.screenshot(path=str(out / "submission-live.png"), full_page=True)
-    print(f"wrote {out / 'submission-live.png'}")
-    wait_for_verdict(page, "passed", timeout_s=300)
-    shoot(page, out, "submission-result")
+    grading_and_after(page, site, out, "")
+    visit(page, site, out, "/submissions/mine", "my-submissions")
 
     visit(page, site, out, "/leaderboards/vectoradd?gpu=cpu", "leaderboard")
 
@@ -195,6 +195,29 @@ def competitor_pages(page: Page, site: Site, out: Path) -> None:
     log_out(page)
 
 
+def grading_and_after(page: Page, site: Site, out: Path, prefix: str) -> None:
+    """A slow kernel's page while it grades, its progress line showing; then a ranked run's
+    page once it passed, with where it stands and the next step. ``prefix``: "phone-" or ""."""
+    submit_by_form(page, site, "vectoradd", "test", code=SLOW_ADD)
+    expect(page.locator("#progress")).to_have_text(PROGRESS_LINE, timeout=300_000)
+    shoot(page, out, f"{prefix}submission-live")
+    wait_for_verdict(page, "passed", timeout_s=300)
+    ranked = submit_by_form(page, site, "vectoradd", "leaderboard", file=VECTORADD / "pytorch.py")
+    SHOWN[f"{prefix}ranked"] = ranked
+    wait_for_verdict(page, "passed", timeout_s=300)
+    expect(page.locator("#standing")).to_be_visible()
+    shoot(page, out, f"{prefix}submission-result")
+
+
+def phone_competitor_pages(page: Page, site: Site, out: Path) -> None:
+    """ada's pages on a phone: a grading and a ranked result, My submissions, her account."""
+    log_in(page, site, "ada", "ada-password")
+    grading_and_after(page, site, out, "phone-")
+    visit(page, site, out, "/submissions/mine", "phone-my-submissions")
+    visit(page, site, out, "/users/ada", "phone-user-account")
+    log_out(page)
+
+
 def organizer_pages(page: Page, site: Site, out: Path) -> None:
     log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
     with tempfile.TemporaryDirectory() as scratch:
@@ -208,7 +231,13 @@ def organizer_pages(page: Page, site: Site, out: Path) -> None:
     row.locator("input[name=deadline]").fill("2026-12-24T18:00")
     row.get_by_role("button", name="Save vectoradd_v2").click()
     expect(page.locator("#p-vectoradd_v2 input[name=deadline]")).to_have_value("2026-12-24T18:00")
-    shoot(page, out, "admin-problems")
+    # The screen as the save left it: the row below the header, the notice at its foot.
+    expect(page.locator("#notice")).to_be_in_viewport()
+    page.screenshot(path=str(out / "admin-problems-saved.png"))
+    print(f"wrote {out / 'admin-problems-saved.png'}")
+    # The row follows its validation to the verdict, without a reload.
+    expect(row.locator("[data-status]")).to_have_attribute("data-status", "live", timeout=300_000)
+    visit(page, site, out, "/admin/problems", "admin-problems")
     visit(page, site, out, "/admin/submissions", "admin-submissions")
     visit(page, site, out, "/admin/users", "admin-users")
 
@@ -270,6 +299,7 @@ def main(out: Path) -> None:
             (DESKTOP, organizer_pages),
             (DESKTOP, partial(password_pages, inbox=inbox)),
             (PHONE, phone_pages),
+            (PHONE, phone_competitor_pages),
         ):
             context = browser.new_context(viewport=viewport)
             context.set_default_timeout(30_000)

@@ -23,6 +23,18 @@ PROBLEMS_DIR = REPO_ROOT / "problems"
 VECTORADD = PROBLEMS_DIR / "vectoradd" / "solutions"
 ADMIN_NAME = "organizer"
 ADMIN_PASSWORD = "organizer-password"
+# A vectoradd kernel whose every call takes 2.5 s: its five test cases grade slowly enough
+# (within test mode's 20 s) for the page to show which case is running, on a desktop and
+# then on a phone.
+SLOW_ADD = """import time
+
+
+def custom_kernel(data):
+    time.sleep(2.5)
+    A, B, out = data
+    out[...] = A + B
+    return out
+"""
 # Root runs chromium without its own sandbox; /dev/shm is small in containers.
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"]
 

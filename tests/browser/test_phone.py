@@ -16,7 +16,7 @@ def page_fits(page: Page, path: str) -> None:
         """() => {
             const width = window.innerWidth;
             const wide = [...document.querySelectorAll("body *")].filter((element) => {
-                if (element.closest(".table-wrap, .cm-scroller, pre, .tabs, .nav")) return false;
+                if (element.closest(".table-wrap, .cm-scroller, pre, .tabs")) return false;
                 const box = element.getBoundingClientRect();
                 return box.width > 0 && box.right > width + 0.5;
             }).map((element) => element.tagName + "." + element.className).slice(0, 5);

@@ -8,20 +8,8 @@ import re
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.site import Site, sign_up, submit_by_form, wait_for_verdict
+from tests.browser.site import SLOW_ADD, Site, sign_up, submit_by_form, wait_for_verdict
 from tests.browser.test_phone import PHONE, page_fits
-
-# Each test case's call takes 2.5 s: five of them, within test mode's 20 s, and long enough
-# to read the line on a desktop and then on a phone.
-SLOW_ADD = """import time
-
-
-def custom_kernel(data):
-    time.sleep(2.5)
-    A, B, out = data
-    out[...] = A + B
-    return out
-"""
 
 
 def test_a_running_submission_shows_its_case_of_cases_and_running_time(

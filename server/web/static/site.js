@@ -1,6 +1,6 @@
-// KernelJudge pages: live submission status (its progress and running time), the submit
-// form's GPU choices, copy buttons, and a confirmation before a button that cannot be taken
-// back.
+// KernelJudge pages: live submission status (its progress and running time), the admin
+// problems' validation state, the submit form's GPU and mode choices, copy buttons, and a
+// confirmation before a button that cannot be taken back.
 (function () {
   "use strict";
 
@@ -27,6 +27,35 @@
         .catch(function () { window.setTimeout(poll, 3000); });
     }
     window.setTimeout(poll, 1000);
+  }
+
+  // While a problem's validation awaits a device's report, re-fetch its row's changing parts
+  // (data-live-part: the version, the validation state) every two seconds and swap in those
+  // that changed; the row's settings form, perhaps half filled in, is left alone.
+  function followRowParts(row) {
+    var url = row.getAttribute("data-live-url");
+    function poll() {
+      fetch(url, { headers: { Accept: "text/html" }, credentials: "same-origin" })
+        .then(function (response) { return response.ok ? response.text() : null; })
+        .then(function (html) {
+          if (html === null) { window.setTimeout(poll, 5000); return; }
+          var fresh = document.createElement("template");
+          fresh.innerHTML = html;
+          fresh.content.querySelectorAll("[data-live-part]").forEach(function (part) {
+            var name = part.getAttribute("data-live-part");
+            var shown = row.querySelector('[data-live-part="' + name + '"]');
+            if (shown && shown.innerHTML !== part.innerHTML) shown.innerHTML = part.innerHTML;
+          });
+          var state = fresh.content.querySelector("[data-live]");
+          if (state && state.getAttribute("data-live") === "false") {
+            row.removeAttribute("data-live-url");
+            return;
+          }
+          window.setTimeout(poll, 2000);
+        })
+        .catch(function () { window.setTimeout(poll, 5000); });
+    }
+    window.setTimeout(poll, 2000);
   }
 
   // A time as server/client/errors.py's span() says it: 45 s, 4 min 12 s, 2 h 5 min.
@@ -74,6 +103,29 @@
     update();
   }
 
+  // Offer leaderboard mode only for a problem that takes it now; for one that does not, say
+  // why beside the mode control (data-leaderboard-closed: the reason by problem name).
+  function linkModeChoices(form) {
+    var closedBy = JSON.parse(form.getAttribute("data-leaderboard-closed") || "{}");
+    var problem = form.querySelector("#problem");
+    var ranked = form.querySelector("#mode-leaderboard");
+    var label = form.querySelector('label[for="mode-leaderboard"]');
+    var reason = form.querySelector("#leaderboard-closed");
+    if (!problem || !ranked || !label || !reason) return;
+    // The page comes as the server rendered it for its problem; a change of problem redraws.
+    problem.addEventListener("change", function () {
+      var closed = closedBy[problem.value];
+      ranked.disabled = Boolean(closed);
+      ranked.hidden = Boolean(closed);
+      label.hidden = Boolean(closed);
+      if (closed && ranked.checked) form.querySelector("#mode-test").checked = true;
+      reason.textContent = closed ? "No leaderboard mode: " + closed + "." : "";
+      reason.hidden = !closed;
+      var refused = form.querySelector("#mode-error");  // said of the problem chosen before
+      if (refused) refused.hidden = true;
+    });
+  }
+
   function linkCopyButtons() {
     document.querySelectorAll("[data-copy]").forEach(function (button) {
       button.addEventListener("click", function () {
@@ -97,9 +149,11 @@
   }
 
   document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll("[data-live-url]").forEach(followLive);
+    document.querySelectorAll("#result[data-live-url]").forEach(followLive);
+    document.querySelectorAll("tr[data-live-url]").forEach(followRowParts);
     tickRunningTimes();
     document.querySelectorAll("form[data-gpus]").forEach(linkGpuChoices);
+    document.querySelectorAll("form[data-leaderboard-closed]").forEach(linkModeChoices);
     linkCopyButtons();
     linkConfirmations();
   });
