@@ -73,7 +73,8 @@ def test_destructive_actions_ask_first(page: Page, site: Site) -> None:
     page.get_by_label("Reason for dee").fill("a second account")
     page.get_by_role("button", name="Ban dee").click()
     expect(page.get_by_role("button", name="Unban dee")).to_be_visible()
-    expect(page.locator(".banned-reason")).to_have_text("a second account")
+    dee_row = page.locator("tr").filter(has=page.get_by_role("button", name="Unban dee"))
+    expect(dee_row.locator(".banned-reason")).to_have_text("a second account")
     assert any(asked.startswith("Ban dee?") for asked in page.confirmations), page.confirmations
 
 

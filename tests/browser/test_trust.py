@@ -96,14 +96,18 @@ def test_a_failing_private_submission_shows_others_no_line_of_its_source(
                 assert "submission.py" not in shown, (viewer, path)
             viewer.goto(site.url(f"/submissions/{submission_id}"))
             expect(viewer.locator("#code-hidden")).to_be_visible()
-    # The API: no token is 401, another user's token 404, and neither answer quotes the code.
-    for headers, status in (({}, 401), ({"Authorization": f"Bearer {other_token}"}, 404)):
+    # The API: no token is 401; another user's token reads the run as its page shows it
+    # (the verdict, no code); neither answer quotes the code.
+    for headers, status in (({}, 401), ({"Authorization": f"Bearer {other_token}"}, 200)):
         for submission_id in (raising, syntax):
             answer = visitor.request.get(
                 site.url(f"/api/v1/submissions/{submission_id}"), headers=headers
             )
             assert answer.status == status, answer.text()
             assert not any(secret in answer.text() for secret in secrets)
+            assert "submission.py" not in answer.text()
+            if status == 200:
+                assert answer.json()["status"] == "error" and answer.json()["code"] is None
         listed = visitor.request.get(site.url("/api/v1/submissions"), headers=headers)
         assert not any(secret in listed.text() for secret in secrets)
     anonymous.close()
