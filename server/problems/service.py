@@ -248,9 +248,26 @@ def newest_state(problem: Problem) -> tuple[int, str, dict[str, str]]:
     return newest.version, newest.files_sha256, dict(newest.solutions or {})
 
 
+# How hard each built-in problem is, for the lists' order (a newcomer starts at vectoradd).
+# Kept here, not in their task.yml: its digest makes their versions, and a new version would
+# move every install's leaderboards.
+BUILTIN_DIFFICULTY = {
+    "vectoradd": "easy",
+    "vectorsum": "easy",
+    "grayscale": "easy",
+    "prefixsum": "medium",
+    "histogram": "medium",
+    "softmax": "medium",
+    "rmsnorm": "medium",
+    "matmul": "hard",
+    "attention": "hard",
+}
+
+
 def sync_builtin_problems(session: Session) -> list[Problem]:
     """The built-in problems are graded in CI, so they are live without a validation round;
-    an admin may still run one."""
+    an admin may still run one. An unrated one gets its difficulty from BUILTIN_DIFFICULTY
+    (an organizer's choice on the admin page holds)."""
     synced = []
     for loaded in builtin_problems():
         before = current_version(session, loaded.name)
@@ -259,6 +276,8 @@ def sync_builtin_problems(session: Session) -> list[Problem]:
         )
         if problem.version != before:
             problem.status = LIVE
+        if problem.difficulty is None:
+            problem.difficulty = BUILTIN_DIFFICULTY.get(problem.name)
         synced.append(problem)
     return synced
 

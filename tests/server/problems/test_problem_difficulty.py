@@ -9,8 +9,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+from sqlalchemy.orm import Session
 
 from grader.problem import BUILTIN_DIR, ProblemError, load_problem
+from server.db import session_scope
+from server.models import Problem
+from server.problems.repository import get_problem
+from server.problems.service import BUILTIN_DIFFICULTY, sync_builtin_problems
 from tests.server.conftest import Account
 from tests.server.problems.test_problems_api import TASK, upload
 from tests.server.rows import zip_of
@@ -44,7 +49,7 @@ def rated_zip(folder: str, difficulty: str | None, description: str = "add them"
 
 
 def test_task_yml_may_rate_a_problem_and_a_gpumode_folder_needs_not(tmp_path: Path) -> None:
-    assert load_problem(BUILTIN_DIR / "vectoradd").difficulty is None
+    assert load_problem(BUILTIN_DIR / "vectoradd").difficulty is None  # rated when synced
     shutil.copy(BUILTIN_DIR / "utils.py", tmp_path / "utils.py")
     folder = tmp_path / "rated"
     shutil.copytree(TASK, folder)
@@ -111,14 +116,47 @@ async def test_problems_are_listed_easiest_first_then_by_name(client: httpx.Asyn
     listed = (await client.get("/api/v1/problems")).json()
     names = [problem["name"] for problem in listed]
     assert [name for name in names if name in ratings] == expected
-    # Those not rated (the built-in problems) come after every rated one.
-    assert names.index("vectoradd") > names.index("order-aa")
+    # Those not rated come after every rated one (the built-in problems are rated).
+    assert names.index("order-ab") > names.index("attention") > names.index("order-aa")
+    assert names.index("vectoradd") < names.index("order-mm")
     by_name = {problem["name"]: problem for problem in listed}
     assert by_name["order-mm"]["difficulty"] == "medium"
-    assert by_name["vectoradd"]["difficulty"] is None
+    assert by_name["vectoradd"]["difficulty"] == "easy"
 
     home = (await client.get("/", headers=HTML)).text
     assert sorted(expected, key=lambda name: home.index(f'href="/problems/{name}"')) == expected
     assert '<span class="badge difficulty difficulty-easy"' in home
     page = (await client.get("/problems/order-aa", headers=HTML)).text
     assert "difficulty-hard" in page
+
+
+def vectoradd_in(session: Session) -> Problem:
+    found = get_problem(session, "vectoradd")
+    assert found is not None
+    return found
+
+
+async def test_the_built_in_problems_start_with_the_easy_ones_and_keep_an_organizers_rating(
+    client: httpx.AsyncClient,
+) -> None:
+    """A newcomer's first problem is first: the built-in problems are rated where they are
+    synced, not in their task.yml (whose digest makes their versions)."""
+    listed = [problem["name"] for problem in (await client.get("/api/v1/problems")).json()]
+    builtin = [name for name in listed if name in BUILTIN_DIFFICULTY]
+    assert builtin == [
+        "grayscale", "vectoradd", "vectorsum",
+        "histogram", "prefixsum", "rmsnorm", "softmax",
+        "attention", "matmul",
+    ]  # fmt: skip
+    with session_scope() as session:
+        vectoradd = vectoradd_in(session)
+        version = vectoradd.version
+        vectoradd.difficulty = "hard"  # as an organizer rates it on the admin page
+    with session_scope() as session:
+        sync_builtin_problems(session)
+        vectoradd = vectoradd_in(session)
+        assert (vectoradd.difficulty, vectoradd.version) == ("hard", version)
+        vectoradd.difficulty = None
+    with session_scope() as session:
+        sync_builtin_problems(session)
+        assert vectoradd_in(session).difficulty == "easy"
