@@ -40,12 +40,12 @@ def sign_up(
     (an invite's use or a link is never kept for a refused sign-up). What is wrong with the
     name, the passwords and the address is told at once; the invite code's use is taken
     only once the rest is right."""
-    mode = settings.signup_mode
-    if mode == "closed":
+    way = settings.signup_mode
+    if way == "closed":
         raise SignUpRefused({"form": CLOSED})
     errors: dict[str, str] = {}
     address = None
-    if mode == "verified":
+    if way == "verified":
         try:
             address = verification.checked_address(settings, email)
         except BadRequest as exc:
@@ -63,7 +63,7 @@ def sign_up(
     if errors:
         raise SignUpRefused(errors)
     user = users.create_user(session, name, password=password)
-    if mode == "invite":
+    if way == "invite":
         try:
             user.invite_id = invites.take_use(session, invite_code).id
         except BadRequest as exc:
