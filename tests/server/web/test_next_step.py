@@ -277,15 +277,15 @@ async def test_the_openapi_schema_shows_the_standing(client: httpx.AsyncClient) 
 async def test_a_run_on_an_archived_version_stands_on_that_versions_board(
     browser: httpx.AsyncClient, client: httpx.AsyncClient
 ) -> None:
-    new_problem("archived")
+    new_problem("standing-archived")
     author, token = make_user()
-    ranked = graded(token, "archived", "old", score=2e-4)
+    ranked = graded(token, "standing-archived", "old", score=2e-4)
     with session_scope() as session:  # an update started a new leaderboard from version 2
-        problem = session.query(Problem).filter_by(name="archived").one()
+        problem = session.query(Problem).filter_by(name="standing-archived").one()
         problem.version, problem.leaderboard_from_version = 2, 2
     said = await standing(client, token, ranked)
     assert said is not None and (said["version"], said["rank"], said["entries"]) == (1, 1, 1)
     await log_in(browser, author)
     page = await browser.get(f"/submissions/{ranked}", headers=HTML)
-    assert "rank 1 of 1 on archived (cpu), version 1&#39;s leaderboard" in page.text
-    assert 'href="/leaderboards/archived?gpu=cpu&amp;version=1"' in page.text
+    assert "rank 1 of 1 on standing-archived (cpu), version 1&#39;s leaderboard" in page.text
+    assert 'href="/leaderboards/standing-archived?gpu=cpu&amp;version=1"' in page.text
