@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from celery.exceptions import Reject
 from celery.signals import worker_process_init, worker_process_shutdown
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from grader.baselines import time_baselines
 from grader.harness import Standby
@@ -49,6 +50,10 @@ PRESENCE_EVERY_S = 120.0
 # A result is sent again with growing pauses for about ten minutes while the broker is
 # unreachable; after that the job fails, and the outbox's sweeper sends it again.
 DELIVERY_RETRY = {"max_retries": 60, "interval_start": 1, "interval_step": 2, "interval_max": 10}
+# How long a result is offered to a broker that cannot be reached, and the pause between
+# tries where kombu gives up at once.
+DELIVERY_BUDGET_S = 600.0
+DELIVERY_PAUSE_S = 2.0
 
 # What a job hands the results step: a grading's Report or a problem's ValidationReport.
 Result = dict[str, Any]
@@ -251,13 +256,25 @@ def refuse_unclean_gpu(worker: context.GpuWorker, job: str) -> None:
 
 
 def deliver(task: str, result: dict[str, Any]) -> None:
-    """Hand a result to the results queue, retrying while the broker is away. The job is
-    acknowledged only after this returns, so a result that cannot be sent fails the job
-    instead of vanishing with it (the outbox's sweeper then sends the job again)."""
+    """Hand a result to the results queue, retrying while the broker is away (for up to
+    DELIVERY_BUDGET_S). The job is acknowledged only after this returns, so a result that
+    cannot be sent fails the job instead of vanishing with it (the outbox's sweeper then
+    sends the job again). Kombu's own retries cover a publish on an open channel; a channel
+    that must be opened anew (the link dropped, a progress message's failed send closed it)
+    fails at once, so this tries again itself."""
     result = {**result, "worker": context.worker_name()}
-    celery_app.send_task(
-        task, args=[result], queue=RESULTS_QUEUE, retry=True, retry_policy=DELIVERY_RETRY
-    )
+    deadline = time.monotonic() + DELIVERY_BUDGET_S
+    while True:
+        try:
+            celery_app.send_task(
+                task, args=[result], queue=RESULTS_QUEUE, retry=True, retry_policy=DELIVERY_RETRY
+            )
+            return
+        except KombuOperationalError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            log.warning("the results queue cannot be reached (%s); trying again", exc)
+            time.sleep(DELIVERY_PAUSE_S)
 
 
 def send_progress(message: dict[str, Any]) -> None:
