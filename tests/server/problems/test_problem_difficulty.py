@@ -117,7 +117,7 @@ async def test_problems_are_listed_easiest_first_then_by_name(client: httpx.Asyn
     names = [problem["name"] for problem in listed]
     assert [name for name in names if name in ratings] == expected
     # Those not rated come after every rated one (the built-in problems are rated).
-    assert names.index("order-ab") > names.index("attention") > names.index("order-aa")
+    assert names.index("order-ab") > names.index("order-aa") > names.index("attention")
     assert names.index("vectoradd") < names.index("order-mm")
     by_name = {problem["name"]: problem for problem in listed}
     assert by_name["order-mm"]["difficulty"] == "medium"
