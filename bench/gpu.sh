@@ -31,6 +31,13 @@
 #             .ext/reference-kernels is carried, swept on CUDA (sweep_cuda.json;
 #             SWEEP_ONLY: globs, SWEEP_FROM: an earlier sweep's JSON to resume, JOBS,
 #             SWEEP_S, SWEEP_TIMEOUT, RK_COMMIT)
+#   judging   a competition's final judging through serve (final_judging.py): ENTRANTS (10)
+#             entrants on JUDGED (vectoradd,vectorsum), K=RUNS (5) or fewer where K would
+#             not fit JUDGING_S (480), JUDGINGS (1) judgings; COMPARE: an earlier run's
+#             final_judging.json, whose first judging is checked beside this one
+#             (final_judging.json)
+#   baselines every built-in problem's baselines and PyTorch solution in leaderboard mode
+#             (baselines.py; BASELINE_PROBLEMS narrows it), one JSON line each
 #   profile   Nsight Compute outside and inside the sandbox (ncu_probe.json), profile mode
 #             through serve against ncu's own run (ncu_profile.json; PROFILED: vectoradd's
 #             solutions, DIRECT=1: graded in one process, VARIANTS=1)
@@ -40,7 +47,8 @@ set -u
 [ $# -gt 0 ] || { sed -n '2,/^set -u/p' "$0" | sed '$d'; exit 2; }
 for suite in "$@"; do
   case "$suite" in
-    timing | sandbox | hostile | problems | service | outside | gpumode | profile) ;;
+    timing | sandbox | hostile | problems | service | outside | gpumode | profile | judging \
+      | baselines) ;;
     *) echo "unknown suite: $suite (bash bench/gpu.sh with no suite lists them)"; exit 2 ;;
   esac
 done
@@ -194,6 +202,19 @@ gpumode() {  # each part where its checkout is carried in .ext/
     python3 -m bench.gpumode_sweep .ext/reference-kernels --device cuda --jobs "${JOBS:-1}" \
     --timeout "${SWEEP_TIMEOUT:-240}" --commit "${RK_COMMIT:-f83cb92}" \
     --declare bench/gpumode_declared.yml --json "$out/sweep_cuda.json" "${resume[@]}" "${only[@]}"
+}
+
+judging() {
+  local budget=${JUDGING_S:-480}
+  step "$budget" "a final judging: ${ENTRANTS:-10} entrants on ${JUDGED:-vectoradd,vectorsum}" \
+    python3 -m bench.final_judging --entrants "${ENTRANTS:-10}" \
+    --problems "${JUDGED:-vectoradd,vectorsum}" --runs "${RUNS:-5}" --judgings "${JUDGINGS:-1}" \
+    --budget-s $((budget - 40)) --out "$out/final_judging.json" ${COMPARE:+--compare "$COMPARE"}
+}
+
+baselines() {
+  step "${BASELINES_S:-500}" "baselines: ${BASELINE_PROBLEMS:-every built-in problem}" \
+    python3 -m bench.baselines --solutions pytorch ${BASELINE_PROBLEMS:-}
 }
 
 profile() {

@@ -10,12 +10,15 @@ KernelBench module, and each case's figure beside Nsight Compute's kernel time.
     python -m bench.ranked_clock ncu [--problems ...]          # needs ncu on PATH
     python -m bench.ranked_clock all --runs 10 --out results.json
     ... --tree OTHER      # grade with another checkout's grader (today's against an older one)
+    python -m bench.ranked_clock spread --standby settled as-is   # as a worker grades
 
 Gradings go through grader.harness.grade(), sandboxed, one after another in this process with
 a fresh runner each (as a worker's pool process grades), the device's peaks measured once.
-Prints one JSON line per result; `--out` also writes them all. Results and their reading
-are in docs/benchmarks.md, "The ranked time on a GPU: ten gradings and Nsight Compute" and
-the sections after it."""
+With `--standby`, `spread` grades as a worker does, its next runners started meanwhile
+(grader/session.py's Standby): `settled` as the grader does it (a timed grading waits for
+their starts), `as-is` without that wait. Prints one JSON line per result; `--out` also
+writes them all. Results and their reading are in docs/benchmarks.md, "The ranked time on a
+GPU: ten gradings and Nsight Compute" and the sections after it."""
 
 from __future__ import annotations
 
@@ -85,7 +88,9 @@ def device_kind() -> str:
 _peaks: Any = None
 
 
-def grade(problem: Any, code: str, mode: str, screen: bool = True) -> dict[str, Any]:
+def grade(
+    problem: Any, code: str, mode: str, screen: bool = True, standby: Any = None
+) -> dict[str, Any]:
     from grader.calibrate import measure_peaks
     from grader.harness import grade as run
 
@@ -93,7 +98,9 @@ def grade(problem: Any, code: str, mode: str, screen: bool = True) -> dict[str, 
     kind = device_kind()
     if _peaks is None:
         _peaks = measure_peaks(kind)
-    report = run(problem, code, mode=mode, device=kind, peaks=_peaks, screen=screen).to_dict()
+    report = run(
+        problem, code, mode=mode, device=kind, peaks=_peaks, screen=screen, standby=standby
+    ).to_dict()
     report.pop("stdout", None)
     report.pop("stderr", None)
     return report
@@ -131,9 +138,17 @@ def cv(values: list[float]) -> float:
     return statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else 0.0
 
 
-def spread(problems: list[str], runs: int, mode: str, solutions: list[str]) -> None:
+def spread(
+    problems: list[str], runs: int, mode: str, solutions: list[str], standby: str | None = None
+) -> None:
     from grader.problem import load_problem
+    from grader.session import Standby
 
+    pool = None
+    if standby is not None:
+        pool = Standby()
+        if standby == "as-is":
+            pool.settle = lambda *args, **kwargs: None  # type: ignore[method-assign]
     for name in problems:
         problem = load_problem(name)
         for solution_name in solutions:
@@ -142,12 +157,12 @@ def spread(problems: list[str], runs: int, mode: str, solutions: list[str]) -> N
                 continue
             scores, walls, per_case, detail = [], [], [], []
             for _ in range(runs):
-                report = grade(problem, path.read_text(), mode)
+                report = grade(problem, path.read_text(), mode, standby=pool)
                 if report["status"] != "passed":
                     emit({"what": "spread", "problem": name, "solution": solution_name,
-                          "status": report["status"],
+                          "status": report["status"], "standby": standby,
                           "message": report["message"][:500]})  # fmt: skip
-                    break
+                    continue
                 scores.append(report["score"])
                 walls.append(report["wall_s"])
                 emit({"what": "grading", "problem": name, "solution": solution_name,
@@ -160,12 +175,15 @@ def spread(problems: list[str], runs: int, mode: str, solutions: list[str]) -> N
             if scores:
                 emit({
                     "what": "spread", "problem": name, "solution": solution_name, "mode": mode,
+                    "standby": standby,
                     "runs": len(scores), "scores_us": [round(s * 1e6, 3) for s in scores],
                     "score_cv": cv(scores), "grading_s_median": statistics.median(walls),
                     "case_cv": [cv([row[i] for row in per_case if row[i]])
                                 for i in range(len(per_case[0]))],
                     "last_grading_cases": detail[-1],
                 })  # fmt: skip
+    if pool is not None:
+        pool.close()
 
 
 def modes(problems: list[str]) -> None:
@@ -349,6 +367,9 @@ def main() -> None:
     parser.add_argument("--solutions", nargs="+", default=["pytorch"])
     parser.add_argument("--tree", type=Path, help="grade with this checkout's grader")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--standby", nargs="+", choices=["settled", "as-is"], help="spread: grade as a worker"
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(args.tree.resolve() if args.tree else REPO))
     if args.what == "ncu-target":
@@ -359,7 +380,8 @@ def main() -> None:
     emit({"what": "machine", "device": kind, "tree": str(args.tree or REPO),
           "gpu": _gpu_name(kind), "started": time.strftime("%Y-%m-%d %H:%M:%S")})  # fmt: skip
     if args.what in ("spread", "all"):
-        spread(args.problems, args.runs, args.mode, args.solutions)
+        for standby in args.standby or [None]:
+            spread(args.problems, args.runs, args.mode, args.solutions, standby)
     if args.what in ("modes", "all"):
         modes(args.problems)
     if args.what in ("hostile", "all"):

@@ -358,6 +358,8 @@ class _Grading:
                 session = standby.take(
                     self.kind, isolate=self.isolate, memory_bytes=self.memory_bytes
                 )
+                if self.mode != Mode.TEST and self.kind == "cuda":
+                    standby.settle()  # no runner's start beside the timed windows
             else:
                 session = RunnerSession(
                     self.kind, isolate=self.isolate, memory_bytes=self.memory_bytes

@@ -41,6 +41,8 @@ EXIT_GRACE_S = 2.0
 # Runners a worker keeps started for its next gradings, by device kind (each holds a CUDA
 # context on a GPU, about 0.6 GiB of its memory).
 STANDBY_RUNNERS = {"cuda": 4, "cpu": 1}
+# How long a timed grading waits for the waiting runners' starts (Standby.settle).
+SETTLE_S = 60.0
 # The problem's files that stay in the harness: the runner never sees its reference.
 SKIP_IN_RUNNER = frozenset({"reference.py", "eval.py", "task.yml"})
 # The report's phase each request counts for (see PhaseClock).
@@ -204,6 +206,21 @@ class RunnerSession:
         # its later rounds then open their windows at once instead of waiting each time.
         self.queued_wait_s = gate.QUEUED_WAIT_S
         self.overheads = Overheads()
+
+    def wait_ready(self, deadline: float) -> bool:
+        """Until the runner has started (torch imported, its CUDA context made) or
+        `deadline`; False where it died or did not start in time (then only fit to close)."""
+        if self._ready:
+            return True
+        saved, self.deadline = self.deadline, deadline
+        try:
+            self._receive()
+        except Stop:
+            return False
+        finally:
+            self.deadline = saved
+        self._ready = True
+        return True
 
     def matches(self, kind: str, isolate: bool, memory_bytes: int | None) -> bool:
         same = (kind, isolate, memory_bytes) == (self.kind, self.isolate, self.memory_bytes)
@@ -493,10 +510,10 @@ class RunnerSession:
 class Standby:
     """The runners for a worker's next gradings, started before their jobs arrive: `take`
     hands over the oldest waiting one (or starts one). On a GPU it keeps `STANDBY_RUNNERS`
-    waiting, the successors starting right away, where starting them costs the current
-    grading nothing measurable (bench/transport_probe.py) and a short grading would
-    otherwise wait for a runner's start (about 4 s on an H200, most of it importing torch);
-    on the CPU one, started once the current grading's timed work is done (`refill`)."""
+    waiting, the successors starting right away, so that a test grading does not wait for a
+    runner's start (about 4 s on an H200, most of it importing torch); a timed grading waits
+    for their starts before its first window (`settle`). On the CPU one, started once the
+    current grading's timed work is done (`refill`)."""
 
     def __init__(self) -> None:
         self._waiting: collections.deque[RunnerSession] = collections.deque()
@@ -514,6 +531,22 @@ class Standby:
         if kind != "cpu":
             self.refill(kind, isolate=isolate, memory_bytes=memory_bytes)
         return session
+
+    def settle(self, within_s: float = SETTLE_S) -> None:
+        """Until every waiting runner has started: a timed grading on a GPU begins only then,
+        since a CUDA context being made shares the device with the grading's windows and with
+        the calibration of their cost, and made them miss a call's time by up to a whole
+        kernel (bench/ranked_clock.py `spread --standby`). A runner that does not start in
+        time is closed."""
+        deadline = time.monotonic() + within_s
+        started: collections.deque[RunnerSession] = collections.deque()
+        while self._waiting:
+            session = self._waiting.popleft()
+            if session.alive() and session.wait_ready(deadline):
+                started.append(session)
+            else:
+                session.close()
+        self._waiting = started
 
     def refill(self, kind: str, *, isolate: bool, memory_bytes: int | None) -> None:
         while len(self._waiting) < STANDBY_RUNNERS.get(kind, 1):

@@ -194,8 +194,14 @@ class Slab:
 def create(nbytes: int, device: str) -> Slab:
     """A new slab of at least `nbytes` for the harness, with a file descriptor to hand over."""
     if device == "cpu":
-        return _create_host(nbytes)
-    return _map_device(nbytes, device, fd=None)
+        return _create_host(nbytes)  # a new memfd reads as zeros
+    slab = _map_device(nbytes, device, fd=None)
+    # Device memory the driver hands out again may still hold what an earlier grading of this
+    # process left there (another submission's inputs or outputs): cleared before any runner
+    # maps it.
+    slab.raw.zero_()
+    torch.cuda.synchronize()
+    return slab
 
 
 def attach(fd: int, nbytes: int, device: str) -> Slab:
