@@ -26,7 +26,8 @@ test: $(STAMP)
 	$(PY) -m pytest -m "not slow"
 
 # The tests that take minutes on the CPU install: a whole competition, in the browser and on
-# PostgreSQL and Redis with a worker killed during its final judging.
+# PostgreSQL and Redis with a worker killed during its final judging, and a trainer's batch of
+# 200 beside a competitor's run on PostgreSQL and Redis.
 test-slow: $(STAMP)
 	$(PY) -m pytest -m slow
 

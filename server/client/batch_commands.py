@@ -1,6 +1,6 @@
 """``kerneljudge batch submit DIR``: every .py file in a folder as one item of a batch,
 keyed by its file name, each verdict printed as it comes (or, with ``--json``, one JSON
-document at the end)."""
+document at the end); with ``--callback-url``, the server also POSTs each verdict there."""
 
 from __future__ import annotations
 
@@ -59,19 +59,41 @@ def submit(
         "standard"
     ),
     gpu: Annotated[str | None, typer.Option(help="device type, e.g. h200")] = None,
+    callback_url: Annotated[
+        str | None,
+        typer.Option(
+            "--callback-url",
+            help="an http(s) URL the server POSTs each verdict to, signed (docs/trainers.md)",
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Grade every .py file in FOLDER, each an item keyed by its file name.
 
     Prints each verdict as it comes; with --json, one document at the end:
-    {"items": [...], "counts": {...}}, items in file-name order. Exits 0 only if every
-    item passed, 1 otherwise; 6 refused by the server, 7 server unreachable."""
+    {"items": [...], "counts": {...}}, items in file-name order. With --callback-url, each
+    batch's callback secret is printed as it is sent (with --json: "batches": [{"id",
+    "callback_secret"}] in the document). Exits 0 only if every item passed, 1 otherwise;
+    6 refused by the server, 7 server unreachable."""
     items = candidates(folder, problem, mode, gpu)
     out = show.console()
+    batches: list[dict[str, Any]] = []
+
+    def sent(batch: dict[str, Any]) -> None:
+        batches.append({"id": batch["id"], "callback_secret": batch.get("callback_secret")})
+        if callback_url is not None and not as_json:
+            out.print(
+                Text(
+                    f"batch {batch['id']}: callbacks to {callback_url}, signed with "
+                    f"secret {batch.get('callback_secret')}"
+                )
+            )
 
     async def collect() -> list[dict[str, Any]]:
         found = []
-        async for item in grade_many(items, login=config.load(), tier=tier):
+        async for item in grade_many(
+            items, login=config.load(), tier=tier, callback_url=callback_url, on_batch=sent
+        ):
             found.append(item)
             if not as_json:
                 out.print(line(item))
@@ -82,7 +104,10 @@ def submit(
     for item in results:
         counts[item["status"]] = counts.get(item["status"], 0) + 1
     if as_json:
-        print_json({"items": results, "counts": counts})
+        document: dict[str, Any] = {"items": results, "counts": counts}
+        if callback_url is not None:
+            document["batches"] = batches
+        print_json(document)
     else:
         out.print(Text(", ".join(f"{n} {status}" for status, n in sorted(counts.items()))))
     if any(item["status"] != Status.PASSED for item in results):

@@ -9,7 +9,7 @@ import asyncio
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import httpx
@@ -41,6 +41,8 @@ async def grade_many(
     *,
     login: Login,
     tier: str = "standard",
+    callback_url: str | None = None,
+    on_batch: Callable[[dict[str, Any]], None] | None = None,
     batch_size: int = BATCH_SIZE,
     wait_s: float = WAIT_S,
     transport: httpx.AsyncBaseTransport | None = None,
@@ -51,7 +53,10 @@ async def grade_many(
     ``flag_codes``) plus ``batch_id``. Batches of `batch_size` are sent while the server
     takes them; one it refuses for now (429, 503) is sent again after its Retry-After,
     under the same Idempotency-Key, so that a retry never grades an item twice. A refusal
-    that waiting cannot cure (422, 401, ...) raises ClientError."""
+    that waiting cannot cure (422, 401, ...) raises ClientError. With `callback_url`, every
+    batch asks the server to POST each verdict there too; `on_batch` is called with each
+    batch's 202 body (``id``, ``items``, and ``callback_secret``, the key its callbacks are
+    signed with, which no later answer shows)."""
     token = login.require_token()
     listed = [dict(item) for item in items]
     chunks = deque(
@@ -76,11 +81,13 @@ async def grade_many(
                 while chunks and time.monotonic() >= send_at:
                     chunk, key = chunks[0]
                     try:
-                        made = await _post(http, login.url, tier, chunk, key)
+                        made = await _post(http, login.url, tier, callback_url, chunk, key)
                     except _Later as later:
                         send_at = time.monotonic() + later.seconds
                         break
                     chunks.popleft()
+                    if on_batch is not None:
+                        on_batch(made)
                     unfinished[made["id"]] = {item["key"] for item in made["items"]}
                 for batch_id in unfinished:
                     if batch_id not in polls:
@@ -112,9 +119,14 @@ async def grade_many(
 
 
 async def _post(
-    http: httpx.AsyncClient, url: str, tier: str, chunk: list[dict[str, Any]], key: str
+    http: httpx.AsyncClient,
+    url: str,
+    tier: str,
+    callback_url: str | None,
+    chunk: list[dict[str, Any]],
+    key: str,
 ) -> dict[str, Any]:
-    body = {"items": chunk, "tier": tier, "callback_url": None}
+    body = {"items": chunk, "tier": tier, "callback_url": callback_url}
     try:
         response = await http.post("/api/v1/batches", json=body, headers={"Idempotency-Key": key})
     except httpx.TransportError as exc:

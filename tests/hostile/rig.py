@@ -9,7 +9,8 @@ namespace. The rig stands in for a worker: its environment and HOME hold the can
 the harness calls `grader.harness.grade()` exactly as a worker does. The namespace is the
 rig's safety net, not a grader defence: every check is on the report.
 
-Input: one job as JSON per line on stdin. Output: one line `RIG-RESULT <json>` per job.
+Input: one job as JSON per line on stdin (with `sequence`, several codes graded in turn by one
+harness process). Output: one line `RIG-RESULT <json>` per job.
 """
 
 from __future__ import annotations
@@ -127,23 +128,37 @@ def grade_job(job: dict[str, Any]) -> dict[str, Any]:
     if job.get("nonce") is not None:
         # Only to show what a repeated ranked input would allow; a worker never passes one.
         layers["nonce"] = int(job["nonce"])
-    report = grade(
-        problem,
-        job["code"],
-        mode=job["mode"],
-        device=job["device"],
-        secret_seed=int(os.environ["KJ_SECRET_SEED"]),
-        timeout_s=float(job["timeout_s"]),
-        peaks=peaks,
-        **layers,
-    )
+    # A sequence is graded one after another in this one harness process, with the runners
+    # kept started for the next grading, as a worker's pool process grades a batch's items.
+    codes = job.get("sequence") or [job["code"]]
+    if job.get("sequence"):
+        from grader.session import Standby
+
+        layers["standby"] = Standby()
+    try:
+        reports = [
+            grade(
+                problem,
+                code,
+                mode=job["mode"],
+                device=job["device"],
+                secret_seed=int(os.environ["KJ_SECRET_SEED"]),
+                timeout_s=float(job["timeout_s"]),
+                peaks=peaks,
+                **layers,
+            ).to_dict()
+            for code in codes
+        ]
+    finally:
+        if "standby" in layers:
+            layers["standby"].close()
     left: list[str] = []
     marker = job.get("leftover")
     if marker:
         time.sleep(0.5)  # processes killed at the end of grading take a moment to go
         left = leftovers(marker)
         clean_up(marker)
-    return {"report": report.to_dict(), "leftovers": left}
+    return {"report": reports[-1], "reports": reports, "leftovers": left}
 
 
 def _result_line(result: dict[str, Any]) -> None:

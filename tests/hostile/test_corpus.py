@@ -217,10 +217,13 @@ def run_in_rig(
     timeout_s: float,
     leftover: str | None = None,
     nonce: int | None = None,
+    sequence: list[str] | None = None,
 ) -> dict[str, Any]:
     """Grade in a fresh harness process of the rig; the report as a dict, or a dict with
     `rig_failure` when the harness process itself did not survive. `nonce` fixes what a
-    worker draws afresh for every leaderboard-mode grading."""
+    worker draws afresh for every leaderboard-mode grading. `sequence`: codes graded one
+    after another by that one harness process instead of `code` (each report in `reports`),
+    as a worker's pool process grades one job after another."""
     job = {
         "problem": problem,
         "quick": quick_cases(problem),
@@ -231,8 +234,9 @@ def run_in_rig(
         "peaks": peaks if device == "cpu" else None,
         "leftover": leftover,
         "nonce": nonce,
+        "sequence": sequence,
     }
-    return rig.grade(job, timeout_s + RIG_SLACK_S)
+    return rig.grade(job, len(sequence or [code]) * timeout_s + RIG_SLACK_S)
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from server.client.batches import grade_many
 from server.client.config import Login
 from server.client.errors import Refused
 from server.db import session_scope
-from server.models import Submission, User
+from server.models import Batch, Submission, User
 from server.settings import Settings, get_settings
 from server.submissions import service
 from tests.server.conftest import Account, make_account, worker_report
@@ -125,3 +125,64 @@ def test_batch_submit_grades_each_file_of_a_folder(
     body = json.loads(done.stdout)
     assert [item["key"] for item in body["items"]] == ["one-good.py", "two.py"]
     assert body["counts"] == {"passed": 1, "failed": 1}
+
+
+def test_batch_submit_sends_its_callback_url_and_shows_the_secret(
+    alice: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--callback-url reaches the batch as the contract's callback_url; the secret its
+    callbacks are signed with is shown once, in the JSON document."""
+    (tmp_path / "one-good.py").write_text(CODE.format("one"))
+    app = create_app()
+
+    async def in_process(
+        items: list[Mapping[str, Any]], **kwargs: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        worker = asyncio.create_task(grade_queued(alice.name, len(items)))
+        async for item in grade_many(items, transport=httpx.ASGITransport(app=app), **kwargs):
+            yield item
+        await worker
+
+    monkeypatch.setattr(batch_commands, "grade_many", in_process)
+    monkeypatch.setenv("KJ_URL", "http://test")
+    monkeypatch.setenv("KJ_TOKEN", alice.token)
+    cli = typer.Typer()
+    submitter.register(cli)
+    hook = "https://trainer.example.org/kerneljudge"
+    argv = ["batch", "submit", str(tmp_path), "-p", "vectoradd", "--callback-url", hook, "--json"]
+    done = CliRunner().invoke(cli, argv)
+    assert done.exit_code == 0, done.output
+    body = json.loads(done.stdout)
+    with session_scope() as db:
+        batch = db.scalars(
+            select(Batch).join(User, User.id == Batch.user_id).where(User.name == alice.name)
+        ).one()
+        assert batch.callback_url == hook
+        assert body["batches"] == [{"id": batch.id, "callback_secret": batch.callback_secret}]
+    assert batch.callback_secret
+
+
+def test_batch_submit_refuses_a_callback_url_aimed_at_a_private_address(
+    alice: Account, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "one.py").write_text(CODE.format("one"))
+    app = create_app()
+
+    async def in_process(
+        items: list[Mapping[str, Any]], **kwargs: Any
+    ) -> AsyncIterator[dict[str, Any]]:
+        async for item in grade_many(items, transport=httpx.ASGITransport(app=app), **kwargs):
+            yield item
+
+    monkeypatch.setattr(batch_commands, "grade_many", in_process)
+    monkeypatch.setenv("KJ_URL", "http://test")
+    monkeypatch.setenv("KJ_TOKEN", alice.token)
+    cli = typer.Typer()
+    submitter.register(cli)
+    argv = ["batch", "submit", str(tmp_path), "-p", "vectoradd"]
+    done = CliRunner().invoke(cli, [*argv, "--callback-url", "http://10.0.0.7/hook"])
+    assert done.exit_code == 6, done.output
+    assert "callback_url" in done.output
+    with session_scope() as db:
+        made = select(Batch).join(User, User.id == Batch.user_id).where(User.name == alice.name)
+        assert not db.scalars(made).all()
