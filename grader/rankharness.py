@@ -38,6 +38,7 @@ from grader.report import (
     Status,
     Stop,
 )
+from grader.requirements import shortfall
 from grader.screen import screen as screen_source
 from grader.timing import geometric_mean, summarize
 
@@ -91,6 +92,13 @@ def grade_ranks(
         **info.report_fields(),
         fingerprint=fingerprint(info),
     )
+    lacking = shortfall(problem.requirements, info)
+    if lacking is not None:
+        # As for a single device (grader/harness.py): what task.yml requires comes first.
+        device_kind = lacking.kind == "device"
+        report.status = Status.ERROR
+        report.message = f"this problem {lacking.message}" if device_kind else lacking.message
+        return report
     if device != "cpu" or mode == Mode.PROFILE:
         report.status, report.message = Status.ERROR, f"this worker cannot grade it: {NOT_BUILT}"
         return report

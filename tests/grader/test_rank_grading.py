@@ -13,7 +13,7 @@ import pytest
 from grader.harness import grade
 from grader.problem import Problem, load_problem
 from grader.ranksession import RankOutcome, RankState, verdict
-from grader.report import Mode, Status
+from grader.report import Mode, Status, flag_codes
 
 HANGS_AFTER_ITS_COLLECTIVE = """
 import time
@@ -39,6 +39,21 @@ from task import input_t, output_t
 def custom_kernel(data: input_t) -> output_t:
     if dist.get_rank() == 1:
         os._exit(3)
+    out = data.clone()
+    dist.all_reduce(out)
+    return out
+"""
+
+FORGES_ITS_CLOCK = """
+import time
+import torch.distributed as dist
+from task import input_t, output_t
+
+_real = time.perf_counter
+time.perf_counter = lambda: _real() / 1000
+
+
+def custom_kernel(data: input_t) -> output_t:
     out = data.clone()
     dist.all_reduce(out)
     return out
@@ -99,6 +114,29 @@ def test_benchmark_ranks_each_call_by_its_slowest_rank(
     assert report.to_dict()["cases"][0]["ranks"][0]["samples"] >= 5
     medians = [case.time.median_s for case in report.cases if case.time]
     assert report.score == pytest.approx(statistics.geometric_mean(medians))
+
+
+def test_a_rank_s_own_clock_is_shown_and_flagged_never_ranked(allreduce: Problem) -> None:
+    problem = quick(
+        allreduce, case_time_budget_s=0.3, cpu_benchmarks=allreduce.spec["cpu_benchmarks"][:1]
+    )
+    report = grade(problem, FORGES_ITS_CLOCK, mode=Mode.BENCHMARK, device="cpu", screen=False)
+    assert report.status == Status.PASSED, report.message
+    (case,) = report.cases
+    assert case.ranks is not None and case.time is not None
+    for figures in case.ranks:
+        assert figures.runner_median_s is not None
+        assert figures.runner_median_s < figures.median_s / 100
+    # The harness's clock still sees the work: the copy of 256 KiB and an all-reduce.
+    assert case.time.median_s > 1e-5
+    assert "timing.runner_clock" in flag_codes(report.flags), report.flags
+
+
+def test_what_task_yml_requires_comes_first(allreduce: Problem) -> None:
+    problem = quick(allreduce, requires={"devices": ["mi300x8"]})
+    report = grade(problem, "", mode=Mode.TEST, device="cpu")
+    assert report.status == Status.ERROR
+    assert report.message.startswith("this problem needs a device of type mi300x8")
 
 
 def test_a_hanging_rank_times_out_and_is_named(allreduce: Problem) -> None:
