@@ -5,9 +5,10 @@ group once per world size, not per case.
 
 Every call gets fresh inputs and every rank's output of every call is checked, so a rank
 has no unchecked call to skip work on. Times come from the harness's clock alone: per rank
-from its request's send to its output's arrival, less that rank's round trip measured
-before the submission was loaded; the score of a call is its slowest rank's (the slowest
-rank finishes the collective). A rank's own clock is only shown, and flagged where it
+from the send of its call request, which carries its inputs (so no untimed moment follows
+their arrival), to its output's arrival, less what the request and its inputs' bytes cost
+that rank before the submission was loaded; the score of a call is its slowest rank's (the
+slowest rank finishes the collective). A rank's own clock is only shown, and flagged where it
 claims far less. Built so far: the CPU (gloo); test, benchmark and leaderboard modes."""
 
 from __future__ import annotations
@@ -213,7 +214,7 @@ class _RankGrading:
                 world_size = size
             result = CaseResult(kind=kind, params=dict(case), status=Status.RUNNING)
             self.report.cases.append(result)
-            failure = self._call(session, reference, case, 0, f"case {label(case)}")[1]
+            failure = self._call(session, reference, case, 0, f"case {label(case)}")[2]
             if not failure and kind == CaseKind.BENCHMARK:
                 failure = self._time(session, reference, case, result)
             result.status = Status.FAILED if failure else Status.PASSED
@@ -229,18 +230,18 @@ class _RankGrading:
         case: dict[str, Any],
         repeat: int,
         what: str,
-    ) -> tuple[list[RankOutcome], str]:
-        """One call on every rank of the case's world, on fresh inputs: each rank's outcome
-        and '' when every output is right, else the message naming the wrong ranks."""
+    ) -> tuple[list[float], list[RankOutcome], str]:
+        """One call on every rank of the case's world, on fresh inputs: each rank's figure
+        (the harness's clock from the request's send to the output's arrival, less what
+        handing over the request and its inputs costs), each rank's outcome, and '' when
+        every output is right, else the message naming the wrong ranks. The inputs travel
+        with the call, so no moment between their arrival and the timed span is left for a
+        rank to start the work in."""
         world = range(case["world_size"])
         seed = self.ranked_seed if repeat == 0 else self.fresh_seed
         seeded = inputs.seeded_case(case, seed, repeat=repeat)
         data = reference.generate(seeded, self.deadline)
-        staged = [{"op": "stage", "data": one} for one in data]
-        stop = verdict(session.exchange(staged, world), f"handing over the inputs of {what}")
-        if stop is not None:
-            raise stop
-        outcomes = session.exchange({"op": "call"}, world)
+        outcomes = session.exchange([{"op": "call", "data": one} for one in data], world)
         stop = verdict(outcomes, what)
         if stop is not None:
             raise stop
@@ -250,7 +251,11 @@ class _RankGrading:
             for rank, (ok, message) in enumerate(checks)
             if not ok
         ]
-        return outcomes, (f"{what}: " + "; ".join(wrong) if wrong else "")
+        input_bytes = [sum(t.nbytes for _, t in inputs.iter_tensors(one)) for one in data]
+        figures = [
+            max(0.0, o.wall_s - session.hand_over_s(o.rank, input_bytes[o.rank])) for o in outcomes
+        ]
+        return figures, outcomes, (f"{what}: " + "; ".join(wrong) if wrong else "")
 
     def _time(
         self,
@@ -268,10 +273,9 @@ class _RankGrading:
         budget_ends = time.monotonic() + self.problem.case_time_budget_s
         for repeat in range(1, MAX_TIMED_CALLS + 1):
             what = f"case {label(case)} (timed call {repeat})"
-            outcomes, failure = self._call(session, reference, case, repeat, what)
+            figures, outcomes, failure = self._call(session, reference, case, repeat, what)
             if failure:
                 return failure
-            figures = [max(0.0, o.wall_s - session.round_trip_s[o.rank]) for o in outcomes]
             for outcome, figure in zip(outcomes, figures, strict=True):
                 per_rank[outcome.rank].append(figure)
                 claimed = replies.number(outcome.reply.get("own_s"), high=outcome.wall_s)

@@ -1,7 +1,7 @@
 """The ranks of a multi-rank grading, inside one sandbox: a launcher starts one process per
 rank, each on its own channel to the harness. A rank imports the submission, joins the
 process group (gloo over the sandbox's own loopback, made once per world size, never per
-case), and calls `custom_kernel` on the inputs the harness staged for it.
+case), and calls `custom_kernel` on the inputs each call request carries.
 
 Nothing here is trusted: a rank can change anything in its own process and talk to its
 peers, so the harness times every call on its own clock and checks every rank's output
@@ -54,25 +54,21 @@ def _failure(exc: BaseException, device: str) -> dict[str, Any]:
 
 
 class Rank:
-    """One rank's state: its kernel, its group and the inputs staged for its next call."""
+    """One rank's state: its kernel and its group."""
 
     def __init__(self, rank: int, kernel: Callable[[Any], Any]) -> None:
         self.rank = rank
         self.kernel = kernel
         self.in_group = False
         self.generation = 0
-        self.staged: Any = None
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         op = request.get("op")
         if op == "group":
             return self._group(int(request["world_size"]))
-        if op == "stage":
-            self.staged = request.get("data")
-            return {"ok": True}
         if op == "call":
             started = time.perf_counter()
-            output = plain_output(self.kernel(self.staged))
+            output = plain_output(self.kernel(request.get("data")))
             own_s = time.perf_counter() - started
             return {"ok": True, "output": output, "own_s": own_s}
         if op == "ping":

@@ -17,6 +17,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+import torch
+
 import sandbox
 from grader.confine import GRADER_PACKAGE, runner_env, runner_isolation
 from grader.protocol import ChannelClosed, ChannelError, ChannelTimeout, recv_message, send_message
@@ -26,7 +28,11 @@ from grader.session import SKIP_IN_RUNNER
 # Once one rank has raised or gone, the others get this long to answer before the verdict:
 # a peer blocked in a collective with the failed rank never will, and must not be blamed.
 SETTLE_S = 2.0
+# Round trips to each rank before the submission loads, empty and carrying a tensor of
+# CALIBRATION_BYTES: what a request costs beyond its call, and what each byte of its inputs
+# adds (the fastest of each, so never more than an honest call pays).
 CALIBRATION_PINGS = 10
+CALIBRATION_BYTES = 1 << 20
 
 
 class RankState(StrEnum):
@@ -117,6 +123,12 @@ class RankSession:
             for _, other in pairs:
                 other.close()
         self.round_trip_s = [0.0] * size
+        self.input_s_per_byte = [0.0] * size
+
+    def hand_over_s(self, rank: int, input_bytes: int) -> float:
+        """What a call request to `rank` carrying `input_bytes` of inputs costs beyond the
+        call, as measured before the submission loaded."""
+        return self.round_trip_s[rank] + input_bytes * self.input_s_per_byte[rank]
 
     def load(self, files: dict[str, str], code: str, deadline: float) -> None:
         """Every rank ready, its round trip measured, then the submission imported by each."""
@@ -126,12 +138,22 @@ class RankSession:
                 (self.work / name).write_text(text)
         (self.work / "submission.py").write_text(code)
         self._expect(self.gather(range(self.size)), "the ranks' start")
-        pings: list[list[float]] = [[] for _ in range(self.size)]
-        for _ in range(CALIBRATION_PINGS):
-            for outcome in self._expect(self.exchange({"op": "ping"}), "the ranks' start"):
-                pings[outcome.rank].append(outcome.wall_s)
-        self.round_trip_s = [min(times) for times in pings]
+        self.round_trip_s = self._fastest({"op": "ping"})
+        payload = torch.zeros(CALIBRATION_BYTES, dtype=torch.uint8)
+        carrying = self._fastest({"op": "ping", "data": payload})
+        self.input_s_per_byte = [
+            max(0.0, full - empty) / CALIBRATION_BYTES
+            for full, empty in zip(carrying, self.round_trip_s, strict=True)
+        ]
         self._expect(self.exchange({"op": "load"}), "loading submission.py")
+
+    def _fastest(self, message: dict[str, Any]) -> list[float]:
+        """Each rank's fastest answer to `message` over CALIBRATION_PINGS exchanges."""
+        times: list[list[float]] = [[] for _ in range(self.size)]
+        for _ in range(CALIBRATION_PINGS):
+            for outcome in self._expect(self.exchange(message), "the ranks' start"):
+                times[outcome.rank].append(outcome.wall_s)
+        return [min(each) for each in times]
 
     def _expect(self, outcomes: list[RankOutcome], what: str) -> list[RankOutcome]:
         stop = verdict(outcomes, what)
