@@ -13,7 +13,6 @@ claims far less. Built so far: the CPU (gloo); test, benchmark and leaderboard m
 
 from __future__ import annotations
 
-import math
 import statistics
 import tempfile
 import time
@@ -22,6 +21,7 @@ from typing import Any
 
 from grader import inputs, replies
 from grader.device import detect_device, fingerprint
+from grader.harness import MESSAGE_CAP
 from grader.plausibility import label
 from grader.problem import Problem
 from grader.rankreference import ReferenceGroup
@@ -55,8 +55,14 @@ NOT_BUILT = (
 )
 
 
+def _capped(text: str) -> str:
+    """A message as long as a single-device grading's may be (a rank's error is its own)."""
+    return text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + " [...]"
+
+
 def world_sizes(cases: list[dict[str, Any]]) -> list[int]:
-    """Each case's `world_size`; ProblemError-free: a bad one stops the grading."""
+    """Each case's `world_size`; a missing or impossible one ends the grading in `error`,
+    as the problem's fault."""
     sizes = []
     for case in cases:
         size = case.get("world_size")
@@ -176,10 +182,10 @@ class _RankGrading:
             finally:
                 self.report.cases_wall_s = time.monotonic() - cases_from
         except Stop as stop:
-            self.report.status, self.report.message = stop.status, stop.message
+            self.report.status, self.report.message = stop.status, _capped(stop.message)
             if self.report.cases and self.report.cases[-1].status == Status.RUNNING:
                 self.report.cases[-1].status = stop.status
-                self.report.cases[-1].message = stop.message
+                self.report.cases[-1].message = self.report.message
         finally:
             if reference is not None:
                 reference.close()
@@ -218,7 +224,7 @@ class _RankGrading:
             if not failure and kind == CaseKind.BENCHMARK:
                 failure = self._time(session, reference, case, result)
             result.status = Status.FAILED if failure else Status.PASSED
-            result.message = failure
+            result.message = _capped(failure)
             if failure and kind == CaseKind.BENCHMARK:
                 break
         self._conclude()
@@ -322,14 +328,14 @@ class _RankGrading:
         if failed:
             self.report.status = Status.FAILED
             shown = "\n".join(c.message for c in failed[:3])
-            self.report.message = f"{len(failed)} of {count} cases failed:\n{shown}"
+            self.report.message = _capped(f"{len(failed)} of {count} cases failed:\n{shown}")
             return
         self.report.status = Status.PASSED
         if self.mode == Mode.TEST:
             self.report.message = f"all {count} test cases passed"
             return
         medians = [c.time.median_s for c in self.report.cases if c.time]
-        self.report.score = geometric_mean(medians) if medians else math.nan
+        self.report.score = geometric_mean(medians)
         self.report.message = (
             f"all {count} benchmark cases passed; score {self.report.score * 1e6:.3f} µs "
             "(geometric mean of medians; each call's figure is its slowest rank's)"
