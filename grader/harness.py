@@ -117,6 +117,23 @@ def grade(
     mode = Mode(mode)
     if device not in DEVICES:
         raise ValueError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
+    if problem.multi_gpu:
+        # Several ranks, a trusted reference group, the harness's clock per rank: its own path.
+        from grader.rankharness import grade_ranks
+
+        return grade_ranks(
+            problem,
+            code,
+            mode=mode,
+            device=device,
+            secret_seed=secret_seed,
+            nonce=nonce,
+            timeout_s=timeout_s,
+            isolate=isolate,
+            memory_bytes=memory_bytes,
+            screen=screen,
+            on_progress=on_progress,
+        )
     info = detect_device(device)
     if peaks is None and mode != Mode.TEST:
         # Workers measure their peaks once when they start and pass them in.

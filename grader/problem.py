@@ -101,6 +101,12 @@ class Problem:
         return self.benchmarks
 
     @property
+    def multi_gpu(self) -> bool:
+        """GPU MODE's `multi_gpu: true`: every case names its `world_size`, and the problem
+        is graded by grader/rankharness.py with one process per rank."""
+        return bool(self.spec.get("multi_gpu", False))
+
+    @property
     def test_timeout(self) -> float:
         return float(self.spec.get("test_timeout", 180))
 

@@ -309,6 +309,21 @@ class RunnerTime:
 
 
 @dataclass
+class RankTime:
+    """One rank's figures in a multi-rank case (grader/rankharness.py): the harness's clock
+    around each of its timed calls, and what the rank said of itself, for reading only. A
+    call's ranked figure is the slowest rank's, so each rank's own is shown beside it."""
+
+    rank: int
+    median_s: float
+    min_s: float
+    max_s: float
+    samples: int
+    # The rank's own clock (inside the sandbox, so never ranked): its median, if it sent one.
+    runner_median_s: float | None = None
+
+
+@dataclass
 class Roofline:
     """The least a case's call must move and compute, and the floor that makes at the
     device's measured peaks."""
@@ -353,6 +368,10 @@ class CaseResult:
     runner_time: RunnerTime | None = None
     roofline: Roofline | None = None
     profile: Profile | None = None
+    # A multi-rank case's ranks, and the median over its calls of the gap between the
+    # fastest and the slowest rank (the skew); absent for single-device cases.
+    ranks: list[RankTime] | None = field(default=None, metadata=SOMETIMES)
+    rank_skew_s: float | None = field(default=None, metadata=SOMETIMES)
 
     def to_dict(self) -> dict[str, Any]:
         return plain_dict(self)
