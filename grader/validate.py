@@ -357,11 +357,16 @@ def check_reference(
             message = missing_functions(reference)
             if not cases:
                 message = message or "the problem has no test or benchmark cases"
+            if problem.multi_gpu:
+                # Its functions need every rank in a process group: the reference's gradings
+                # (the next steps, grader/rankharness.py) run them; here only the cases.
+                message = message or world_sizes_problem(cases)
+                cases = []
             for case_kind, case in cases:
                 if message:
                     break
                 message = check_case(reference, kind, case_kind, case)
-            if not message and rooflines is not None:
+            if not message and rooflines is not None and not problem.multi_gpu:
                 message = case_rooflines(problem, kind, reference, rooflines)
     return Check(
         name=REFERENCE_STEPS[0],
@@ -394,6 +399,19 @@ def missing_functions(reference: ModuleType) -> str:
     for needed in ("generate_input", "ref_kernel", "check_implementation"):
         if not callable(getattr(reference, needed, None)):
             return f"reference.py does not define {needed}"
+    return ""
+
+
+def world_sizes_problem(cases: list[tuple[CaseKind, dict[str, Any]]]) -> str:
+    """'' when every case of a multi-rank problem names its world size, else which does not."""
+    for case_kind, case in cases:
+        size = case.get("world_size")
+        if type(size) is not int or size < 1:
+            label = " ".join(f"{k}={v}" for k, v in case.items())
+            return (
+                f"{case_kind} case {label} names no world_size: every case of a problem with "
+                "multi_gpu: true gives the number of ranks it runs on (a whole number, 1 or more)"
+            )
     return ""
 
 

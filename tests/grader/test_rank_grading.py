@@ -189,3 +189,14 @@ def test_the_verdict_blames_the_rank_that_died_not_its_waiting_peers() -> None:
     silent = verdict([_outcome(0, RankState.ANSWERED), _outcome(1, RankState.SILENT)], "call 1")
     assert silent is not None and silent.status == Status.TIMEOUT
     assert verdict([_outcome(0, RankState.ANSWERED)], "call 1") is None
+
+
+def test_validation_checks_that_every_case_names_its_ranks(allreduce: Problem) -> None:
+    from grader.validate import check_reference
+
+    assert check_reference(allreduce, "cpu").outcome == "ok"
+    cases = [{k: v for k, v in case.items() if k != "world_size"} for case in allreduce.tests]
+    unranked = dataclasses.replace(allreduce, spec={**allreduce.spec, "tests": cases})
+    refused = check_reference(unranked, "cpu")
+    assert refused.outcome == "problem"
+    assert "names no world_size" in refused.message and "size=1000" in refused.message
