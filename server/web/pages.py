@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 
 from grader.problem import Problem as GraderProblem
 from grader.report import Mode, Status
@@ -297,7 +297,6 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
     reload) makes one submission."""
     assert page.viewer is not None
     values = {key: str(form.get(key) or "") for key in ("problem", "mode", "gpu", "code")}
-    key = str(form.get("idempotency_key") or "")[:200] or None
     errors: dict[str, str] = {}
     code = values["code"]
     upload = form.get("file")
@@ -332,16 +331,7 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
             errors["gpu"] = exc.detail
     if not errors:
         try:
-            submission, _ = submissions.create_submission(
-                page.session,
-                page.settings,
-                page.viewer,
-                problem_name=values["problem"],
-                code=code,
-                mode=values["mode"],
-                gpu=values["gpu"] or None,
-                idempotency_key=key,
-            )
+            submission = submitted(page, form, {**values, "code": code})
         except (Forbidden, Conflict, BadRequest) as exc:
             errors["form"] = exc.detail
         except TooManyRequests as exc:
@@ -353,6 +343,23 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
         values["code"] = code
         return render_submit(page, values, errors, status_code=422)
     return page.redirect(f"/submissions/{submission.id}")
+
+
+def submitted(page: Page, form: FormData, values: dict[str, str]) -> Submission:
+    """The submission the submit form's values ask for (no GPU type: the problem's choice),
+    made once for the form's idempotency key."""
+    assert page.viewer is not None
+    submission, _ = submissions.create_submission(
+        page.session,
+        page.settings,
+        page.viewer,
+        problem_name=values["problem"],
+        code=values["code"],
+        mode=values["mode"],
+        gpu=values["gpu"] or None,
+        idempotency_key=str(form.get("idempotency_key") or "")[:200] or None,
+    )
+    return submission
 
 
 def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
@@ -521,16 +528,7 @@ def resubmit(
         "code": submission.code,
     }
     try:
-        made, _ = submissions.create_submission(
-            page.session,
-            page.settings,
-            page.viewer,
-            problem_name=values["problem"],
-            code=values["code"],
-            mode=values["mode"],
-            gpu=values["gpu"],
-            idempotency_key=str(form.get("idempotency_key") or "")[:200] or None,
-        )
+        made = submitted(page, form, values)
     except KernelJudgeError as exc:
         response = render_submit(page, values, {"form": exc.detail}, exc.status_code)
         response.headers.update(exc.headers)
