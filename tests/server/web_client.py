@@ -24,6 +24,13 @@ def csrf_from(response: httpx.Response) -> str:
     return match.group(1)
 
 
+def field_error(response: httpx.Response, field: str) -> str:
+    """The error a form page says next to ``field``."""
+    match = re.search(rf'id="{field}-error" role="alert">([^<]*)<', response.text)
+    assert match, f"no error next to {field}: {response.status_code}"
+    return match.group(1)
+
+
 async def post_form(
     client: httpx.AsyncClient, path: str, data: dict[str, str], *, from_page: str
 ) -> httpx.Response:
