@@ -39,6 +39,15 @@ async def post_form(
     return await client.post(path, data={**data, "csrf_token": token}, headers=HTML)
 
 
+async def moderate(
+    client: httpx.AsyncClient, kind: str, row_id: int, action: str, reason: str | None = None
+) -> httpx.Response:
+    """An organizer's moderation form on the admin page of `kind` ("submissions" or
+    "users"), for the row `row_id`, with its reason if one is given."""
+    data = {"action": action} if reason is None else {"action": action, "reason": reason}
+    return await post_form(client, f"/admin/{kind}/{row_id}", data, from_page=f"/admin/{kind}")
+
+
 async def submit_form(client: httpx.AsyncClient, fields: dict[str, str]) -> httpx.Response:
     """The submit page's form, sent with these fields."""
     return await post_form(client, "/submit", fields, from_page="/submit")
