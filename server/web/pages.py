@@ -38,6 +38,7 @@ from server.submissions import service as submissions
 from server.submissions.schemas import ProgressOut
 from server.web import judgement
 from server.web.charts import best_score_chart
+from server.web.filters import OwnFilter
 from server.web.next_step import next_step
 from server.web.page import (
     Page,
@@ -456,16 +457,13 @@ def withheld_note(
 @router.get("/submissions/mine", response_class=HTMLResponse)
 def my_submissions(
     page: SignedInPage,
-    problem: str | None = Query(default=None, max_length=100),
-    status: str | None = Query(default=None, max_length=16),
-    mode: str | None = Query(default=None, max_length=16),
+    narrowed: OwnFilter,
     before: int | None = Query(default=None, ge=1, le=MAX_ROW_ID),
 ) -> HTMLResponse:
     """The viewer's own submissions, newest first, a page at a time, narrowed by the filter
     form's fields as the API narrows them; a filter naming nothing there is is said above an
     empty list (404 or 422, as the API answers it)."""
     assert page.viewer is not None
-    narrowed = submissions.SubmissionFilter.of(problem, status=status, mode=mode)
     error, status_code = None, 200
     try:
         listed = submissions.list_own(
