@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -29,6 +29,11 @@ from rich.text import Text
 from server.client import commands as submitter
 from server.client import show
 from server.devices import calibrate_local_device, local_device
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from server.models import Problem
 
 PR_SET_PDEATHSIG = 1
 GRADINGS_PER_PROCESS = 200
@@ -55,6 +60,8 @@ submitter.register(app)
 err = Console(stderr=True, soft_wrap=True)
 
 Command = TypeVar("Command", bound=Callable[..., None])
+T = TypeVar("T")
+JsonOption = Annotated[bool, typer.Option("--json", help="print the REST API's body")]
 OWN_PACKAGES = frozenset({"server", "grader", "sandbox"})
 
 
@@ -341,6 +348,28 @@ def grade(
     raise typer.Exit(0 if report.status == Status.PASSED else 1)
 
 
+def in_unit_of_work(action: Callable[[Any], T]) -> T:
+    """Run one command's action on the database (made ready first) in a unit of work; a
+    refusal is printed as an error (exit 1)."""
+    from server.db import session_scope
+    from server.errors import KernelJudgeError
+
+    prepare_database()
+    try:
+        with session_scope() as session:
+            return action(session)
+    except KernelJudgeError as exc:
+        err.print(Text.assemble(("error: ", "red"), exc.detail), soft_wrap=True)
+        raise typer.Exit(1) from exc
+
+
+def echoed_as_json(body: BaseModel, as_json: bool) -> bool:
+    """Print the REST API's body where --json asks for it; whether it did."""
+    if as_json:
+        typer.echo(body.model_dump_json(indent=2))
+    return as_json
+
+
 ScopeOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -368,25 +397,21 @@ def user_add(
     expires_days: ExpiresDaysOption = None,
 ) -> None:
     """Create a user; the last line printed is a new API token (shown only once)."""
-    from server.db import session_scope
-    from server.errors import KernelJudgeError
     from server.users.service import create_user, issue_token
 
     password = read_password() if password_stdin else None
-    prepare_database()
-    try:
-        with session_scope() as session:
-            user = create_user(session, name, is_admin=admin, password=password)
-            token = issue_token(
-                session,
-                user,
-                label="created by 'kerneljudge user add'",
-                scope_names=scope,
-                expires_days=expires_days,
-            )
-    except KernelJudgeError as exc:
-        err.print(f"[red]error:[/] {exc.detail}")
-        raise typer.Exit(1) from exc
+
+    def create(session: Any) -> str:
+        user = create_user(session, name, is_admin=admin, password=password)
+        return issue_token(
+            session,
+            user,
+            label="created by 'kerneljudge user add'",
+            scope_names=scope,
+            expires_days=expires_days,
+        )
+
+    token = in_unit_of_work(create)
     err.print(f"created {'admin ' if admin else ''}user {name!r}; API token:")
     typer.echo(token)
 
@@ -400,23 +425,17 @@ def user_token(
     expires_days: ExpiresDaysOption = None,
 ) -> None:
     """Make another API token for a user; the last line printed is the token (shown once)."""
-    from server.db import session_scope
-    from server.errors import KernelJudgeError
     from server.users.service import get_user, issue_token
 
-    prepare_database()
-    try:
-        with session_scope() as session:
-            token = issue_token(
-                session,
-                get_user(session, name),
-                label=label[:100],
-                scope_names=scope,
-                expires_days=expires_days,
-            )
-    except KernelJudgeError as exc:
-        err.print(f"[red]error:[/] {exc.detail}")
-        raise typer.Exit(1) from exc
+    token = in_unit_of_work(
+        lambda session: issue_token(
+            session,
+            get_user(session, name),
+            label=label[:100],
+            scope_names=scope,
+            expires_days=expires_days,
+        )
+    )
     err.print(f"a new API token for {name!r}:")
     typer.echo(token)
 
@@ -432,21 +451,17 @@ def read_password() -> str:
 @needs("server")
 def user_password(name: Annotated[str, typer.Argument(help="the user's name")]) -> None:
     """Set a user's password for the web pages (read from stdin, or prompted for)."""
-    from server.db import session_scope
-    from server.errors import KernelJudgeError
     from server.users.service import end_all_web_sessions, get_user, set_password
 
     password = read_password()
-    prepare_database()
-    try:
-        with session_scope() as session:
-            user = get_user(session, name)
-            set_password(user, password)
-            # A new password signs the user out of every browser.
-            end_all_web_sessions(session, user)
-    except KernelJudgeError as exc:
-        err.print(f"[red]error:[/] {exc.detail}")
-        raise typer.Exit(1) from exc
+
+    def set_it(session: Any) -> None:
+        user = get_user(session, name)
+        set_password(user, password)
+        # A new password signs the user out of every browser.
+        end_all_web_sessions(session, user)
+
+    in_unit_of_work(set_it)
     err.print(f"password of {name!r} set; their browsers are signed out")
 
 
@@ -460,18 +475,10 @@ def user_reset_link(
 ) -> None:
     """Print a one-time link that sets the user's password (it works for 24 hours; any
     earlier link stops working), to hand over without email."""
-    from server.db import session_scope
-    from server.errors import KernelJudgeError
     from server.users import resets
     from server.users.service import get_user
 
-    prepare_database()
-    try:
-        with session_scope() as session:
-            key = resets.issue(session, None, get_user(session, name))
-    except KernelJudgeError as exc:
-        err.print(f"[red]error:[/] {exc.detail}")
-        raise typer.Exit(1) from exc
+    key = in_unit_of_work(lambda session: resets.issue(session, None, get_user(session, name)))
     print(f"{url.rstrip('/')}{resets.PATH}{key}")
     err.print(f"a one-time link for {name!r}: it works once, for 24 hours")
 
@@ -487,19 +494,13 @@ def invite_create(
     note: Annotated[str, typer.Option("--note", help="who or what the code is for")] = "",
 ) -> None:
     """Make an invite code; the last line printed is the code."""
-    from server.db import session_scope
-    from server.errors import KernelJudgeError
     from server.users import invites
 
-    prepare_database()
-    try:
-        with session_scope() as session:
-            code = invites.create(
-                session, None, uses=uses, expires_days=expires_days, note=note
-            ).code
-    except KernelJudgeError as exc:
-        err.print(f"[red]error:[/] {exc.detail}")
-        raise typer.Exit(1) from exc
+    code = in_unit_of_work(
+        lambda session: (
+            invites.create(session, None, uses=uses, expires_days=expires_days, note=note).code
+        )
+    )
     lasting = f"for {expires_days} days" if expires_days else "until revoked"
     err.print(f"an invite code for {uses} sign-up{'s' if uses != 1 else ''}, {lasting}:")
     typer.echo(code)
@@ -526,17 +527,9 @@ def invite_list() -> None:
 @needs("server")
 def invite_revoke(code: Annotated[str, typer.Argument(help="the invite code")]) -> None:
     """Revoke an invite code: no one signs up with it any more (its accounts stay)."""
-    from server.db import session_scope
-    from server.errors import KernelJudgeError
     from server.users import invites
 
-    prepare_database()
-    try:
-        with session_scope() as session:
-            revoked = invites.revoke(session, None, code).code
-    except KernelJudgeError as exc:
-        err.print(f"[red]error:[/] {exc.detail}")
-        raise typer.Exit(1) from exc
+    revoked = in_unit_of_work(lambda session: invites.revoke(session, None, code).code)
     typer.echo(f"invite {revoked} revoked")
 
 
@@ -570,23 +563,20 @@ def problem_add(
     """Add a problem, or a new version of it when its files changed. It goes live once a
     worker of each device type has validated it (`kerneljudge serve` or `worker` must run)."""
     from server.db import session_scope
-    from server.errors import KernelJudgeError
     from server.problems import validation
     from server.problems.service import Opening, add_problem_from_path, opening_of
     from server.settings import get_settings
 
     settings = get_settings()
-    prepare_database()
-    try:
+
+    def add(session: Any) -> tuple[Problem, datetime | None]:
         opening = Opening(hidden=hidden, starts_at=parse_moment(starts_at))
-        with session_scope() as session:
-            problem = add_problem_from_path(
-                session, settings, path, name, actor=None, leaderboard=leaderboard, opening=opening
-            )
-            opens = opening_of(session, problem)
-    except KernelJudgeError as exc:
-        err.print(f"[red]error:[/] {exc.detail}")
-        raise typer.Exit(1) from exc
+        problem = add_problem_from_path(
+            session, settings, path, name, actor=None, leaderboard=leaderboard, opening=opening
+        )
+        return problem, opening_of(session, problem)
+
+    problem, opens = in_unit_of_work(add)
     with session_scope() as session:
         rows = validation.current_round(session, problem)
     typer.echo(f"problem {problem.name!r} is at version {problem.version}")
@@ -610,18 +600,12 @@ def problem_baseline(
     """Time a problem's baselines: its reference as given and under torch.compile, graded by
     a worker of each device type in leaderboard mode like a submission. Leaderboards show
     them as marked rows, and every ranked score's speedup over them."""
-    from server.db import session_scope
-    from server.errors import KernelJudgeError
     from server.problems.service import request_baselines
     from server.settings import get_settings
 
-    prepare_database()
-    try:
-        with session_scope() as session:
-            asked = request_baselines(session, get_settings(), name, None, gpu)
-    except KernelJudgeError as exc:
-        err.print(f"[red]error:[/] {exc.detail}")
-        raise typer.Exit(1) from exc
+    asked = in_unit_of_work(
+        lambda session: request_baselines(session, get_settings(), name, None, gpu)
+    )
     typer.echo(f"baselines of {name!r} queued for the {', '.join(asked)} queue(s)")
 
 
@@ -652,8 +636,6 @@ def competition_add(
 
     from server.competitions import service
     from server.competitions.schemas import CompetitionFile, file_errors
-    from server.db import session_scope
-    from server.errors import KernelJudgeError
     from server.settings import get_settings
 
     try:
@@ -667,31 +649,15 @@ def competition_add(
         err.print(Text(file_errors(exc)), soft_wrap=True)
         raise typer.Exit(2) from exc
     settings = get_settings()
-    prepare_database()
-    try:
-        with session_scope() as session:
-            competition, done = service.save_competition(
-                session, settings, competition_file, actor=None
-            )
-            name, opens = competition.name, service.when(competition.opens_at)
-    except KernelJudgeError as exc:
-        err.print(Text.assemble(("error: ", "red"), exc.detail), soft_wrap=True)
-        raise typer.Exit(1) from exc
+
+    def save(session: Any) -> tuple[str, str, str]:
+        competition, done = service.save_competition(
+            session, settings, competition_file, actor=None
+        )
+        return competition.name, done, service.when(competition.opens_at)
+
+    name, done, opens = in_unit_of_work(save)
     typer.echo(f"competition {name!r} {done}; it opens at {opens}")
-
-
-def judging_command(action: Callable[[Any], Any]) -> Any:
-    """Run one judging action in a unit of work, a refusal printed as an error (exit 1)."""
-    from server.db import session_scope
-    from server.errors import KernelJudgeError
-
-    prepare_database()
-    try:
-        with session_scope() as session:
-            return action(session)
-    except KernelJudgeError as exc:
-        err.print(Text.assemble(("error: ", "red"), exc.detail), soft_wrap=True)
-        raise typer.Exit(1) from exc
 
 
 @competition_app.command("judge")
@@ -710,14 +676,14 @@ def competition_judge(
         started = judging.start(session, name, runs, actor=None)
         return f"{started.id}"
 
-    typer.echo(judging_command(start))
+    typer.echo(in_unit_of_work(start))
 
 
 @competition_app.command("judging")
 @needs("server")
 def competition_judging(
     name: Annotated[str, typer.Argument(help="the competition")],
-    as_json: Annotated[bool, typer.Option("--json", help="print the REST API's body")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """The latest final judging: its state and the standings it would give beside the
     current ones (who moves, who now fails, each entry's K scores and their spread)."""
@@ -728,9 +694,8 @@ def competition_judging(
         _, found = judging.latest(session, name)
         return judging_body(session, found)
 
-    body = judging_command(read)
-    if as_json:
-        typer.echo(body.model_dump_json(indent=2))
+    body = in_unit_of_work(read)
+    if echoed_as_json(body, as_json):
         return
     typer.echo(
         f"judging {body.id} of {body.competition!r}: {body.status}, {body.graded} of "
@@ -754,7 +719,7 @@ def competition_publish(name: Annotated[str, typer.Argument(help="the competitio
     """Publish the ready judging: its standings become the final results, for everyone."""
     from server.competitions import judging
 
-    done = judging_command(lambda session: judging.publish(session, name, actor=None).id)
+    done = in_unit_of_work(lambda session: judging.publish(session, name, actor=None).id)
     typer.echo(f"judging {done} of {name!r} published: the standings are final")
 
 
@@ -764,7 +729,7 @@ def competition_discard(name: Annotated[str, typer.Argument(help="the competitio
     """Discard the judging: kept with its verdicts, the standings unchanged."""
     from server.competitions import judging
 
-    done = judging_command(lambda session: judging.discard(session, name, actor=None).id)
+    done = in_unit_of_work(lambda session: judging.discard(session, name, actor=None).id)
     typer.echo(f"judging {done} of {name!r} discarded; the standings are as they were")
 
 
@@ -772,7 +737,7 @@ def competition_discard(name: Annotated[str, typer.Argument(help="the competitio
 @needs("server")
 def competition_clones(
     name: Annotated[str, typer.Argument(help="the competition")],
-    as_json: Annotated[bool, typer.Option("--json", help="print the REST API's body")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """Pairs of entries from different teams whose code is nearly the same (renamed,
     reformatted, commented), for an organizer to read; nothing is done about them."""
@@ -780,9 +745,8 @@ def competition_clones(
     from server.settings import get_settings
 
     threshold = get_settings().clone_threshold
-    body = judging_command(lambda session: clones_body(session, name, threshold))
-    if as_json:
-        typer.echo(body.model_dump_json(indent=2))
+    body = in_unit_of_work(lambda session: clones_body(session, name, threshold))
+    if echoed_as_json(body, as_json):
         return
     typer.echo(f"{len(body.pairs)} near-clone pairs in {body.competition!r} (at {threshold:.0%})")
     for pair in body.pairs:
@@ -827,23 +791,22 @@ def rejudge_start(
         started, count = service.start(session, get_settings(), selection, actor=None)
         return f"rejudge {started.id}: {count} submissions queued"
 
-    typer.echo(judging_command(start))
+    typer.echo(in_unit_of_work(start))
 
 
 @rejudge_app.command("show")
 @needs("server")
 def rejudge_show(
     rejudge_id: Annotated[int, typer.Argument(help="the rejudge's id")],
-    as_json: Annotated[bool, typer.Option("--json", help="print the REST API's body")] = False,
+    as_json: JsonOption = False,
 ) -> None:
     """A rejudge's state and what applying it would change: each submission's status and
     score before and after, who now fails, who moves on a leaderboard."""
     from server.rejudges import service
     from server.rejudges.endpoints import rejudge_body
 
-    body = judging_command(lambda session: rejudge_body(session, service.get(session, rejudge_id)))
-    if as_json:
-        typer.echo(body.model_dump_json(indent=2))
+    body = in_unit_of_work(lambda session: rejudge_body(session, service.get(session, rejudge_id)))
+    if echoed_as_json(body, as_json):
         return
     typer.echo(
         f"rejudge {body.id} {body.selection}: {body.status}, {body.graded} of {body.total} "
@@ -870,7 +833,7 @@ def rejudge_apply(rejudge_id: Annotated[int, typer.Argument(help="the rejudge's 
     """Apply a ready rejudge: each submission takes its new verdict, the old one kept."""
     from server.rejudges import service
 
-    judging_command(lambda session: service.apply(session, rejudge_id, actor=None).id)
+    in_unit_of_work(lambda session: service.apply(session, rejudge_id, actor=None).id)
     typer.echo(f"rejudge {rejudge_id} applied")
 
 
@@ -880,7 +843,7 @@ def rejudge_discard(rejudge_id: Annotated[int, typer.Argument(help="the rejudge'
     """Discard a rejudge: its runs kept, every verdict as it was."""
     from server.rejudges import service
 
-    judging_command(lambda session: service.discard(session, rejudge_id, actor=None).id)
+    in_unit_of_work(lambda session: service.discard(session, rejudge_id, actor=None).id)
     typer.echo(f"rejudge {rejudge_id} discarded; every verdict is as it was")
 
 

@@ -26,19 +26,7 @@ def read_audit_log(
 ) -> AuditLog:
     found = service.list_page(session, page, per_page)
     return AuditLog(
-        entries=[
-            AuditEntryOut(
-                id=entry.id,
-                created_at=entry.created_at,
-                actor=entry.actor_name,
-                actor_id=entry.actor_id,
-                action=entry.action,
-                target_type=entry.target_type,
-                target=entry.target,
-                details=entry.details,
-            )
-            for entry in found.entries
-        ],
+        entries=[AuditEntryOut.model_validate(entry) for entry in found.entries],
         page=found.page,
         per_page=found.per_page,
         total=found.total,

@@ -5,13 +5,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 
+# Read from its row: AuditEntryOut.model_validate(entry).
 class AuditEntryOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     id: int
     created_at: datetime
-    actor: str
+    # The row keeps the actor's name as it was, should the user be renamed or deleted.
+    actor: str = Field(validation_alias=AliasChoices("actor", "actor_name"))
     actor_id: int | None
     action: str
     target_type: str

@@ -9,7 +9,7 @@ from typing import NamedTuple
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
-from server.leaderboards.repository import Versions, ranked_conditions
+from server.leaderboards.repository import Versions, best_first, ranked_conditions
 from server.models import (
     Competition,
     CompetitionProblem,
@@ -165,12 +165,7 @@ def best_entries(
             Submission.score,
             Submission.sol_fraction,
             Submission.created_at,
-            func.row_number()
-            .over(
-                partition_by=TeamMember.team_id,
-                order_by=(Submission.score, Submission.created_at, Submission.id),
-            )
-            .label("place"),
+            best_first(TeamMember.team_id),
         )
         .join(TeamMember, TeamMember.user_id == Submission.user_id)
         .join(User, User.id == Submission.user_id)

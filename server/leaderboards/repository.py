@@ -8,8 +8,19 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import ColumnElement, Row, and_, delete, func, insert, or_, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import (
+    ColumnElement,
+    Label,
+    Row,
+    and_,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.orm import QueryableAttribute, Session
 
 from grader.report import Mode, Status
 from server.models import LeaderboardEntry, LeaderboardRecord, Problem, Submission, User
@@ -60,6 +71,16 @@ def ranked() -> list[ColumnElement[bool]]:
 def is_ranked(submission: Submission) -> bool:
     """The ranked rule for one submission in memory (its user's ban aside)."""
     return all(_ranked_terms(submission))
+
+
+def best_first(*group: QueryableAttribute[Any]) -> Label[int]:
+    """Each submission's place in its group, labelled ``place``: the lower score first, then
+    the earlier, then the lower id (the order of every board and every team's entry)."""
+    return (
+        func.row_number()
+        .over(partition_by=group, order_by=(Submission.score, Submission.created_at, Submission.id))
+        .label("place")
+    )
 
 
 def ranked_conditions(
@@ -383,12 +404,7 @@ def insert_entries(session: Session, problem_id: int | None) -> None:
             Submission.sol_fraction,
             Submission.short_calls,
             Submission.created_at,
-            func.row_number()
-            .over(
-                partition_by=(*board, Submission.user_id),
-                order_by=(Submission.score, Submission.created_at, Submission.id),
-            )
-            .label("place"),
+            best_first(*board, Submission.user_id),
         )
         .where(*conditions)
         .subquery()

@@ -12,7 +12,7 @@ from server import downloads
 from server.deps import AdminUser, OptionalUser, SessionDep, SettingsDep
 from server.errors import BadRequest, Forbidden, NotAuthenticated, NotFound, PayloadTooLarge
 from server.errors import responses as error_responses
-from server.models import Problem
+from server.models import Problem, ProblemValidation
 from server.problems import bundle, repository, service, validation
 from server.problems.loaded import loaded
 from server.problems.schemas import (
@@ -60,24 +60,15 @@ def validation_out(session: SessionDep, problem: Problem) -> ValidationOut:
         version=problem.version,
         status=problem.status,
         attempt=problem.validation_attempt,
-        devices=[
-            DeviceValidation(
-                gpu=row.gpu_type,
-                version=row.problem_version,
-                status=row.status,
-                worker=row.worker,
-                created_at=row.created_at,
-                finished_at=row.finished_at,
-                report=row.report,
-                test_cases_timeout_s=(
-                    validation.parse_report(row.report).test_cases_timeout_s
-                    if row.report is not None
-                    else None
-                ),
-            )
-            for row in validation.current_round(session, problem)
-        ],
+        devices=[device_validation(row) for row in validation.current_round(session, problem)],
     )
+
+
+def device_validation(row: ProblemValidation) -> DeviceValidation:
+    out = DeviceValidation.model_validate(row)
+    if row.report is not None:
+        out.test_cases_timeout_s = validation.parse_report(row.report).test_cases_timeout_s
+    return out
 
 
 @router.get("", response_model=list[ProblemSummary], summary="The problems you can see")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from grader.problem import TEST_CASES_FLOOR_S, TEST_CASES_MULTIPLE
 
@@ -56,9 +56,13 @@ class ProblemOut(ProblemSummary):
     created: bool | None = None
 
 
+# Read from its row: DeviceValidation.model_validate(row) (the row's gpu_type, its
+# problem_version), test_cases_timeout_s then set from its report.
 class DeviceValidation(BaseModel):
-    gpu: str
-    version: int
+    model_config = ConfigDict(from_attributes=True)
+
+    gpu: str = Field(validation_alias=AliasChoices("gpu", "gpu_type"))
+    version: int = Field(validation_alias=AliasChoices("version", "problem_version"))
     status: str = Field(
         description="'queued', then 'passed', 'failed', or 'needs' (the device type cannot "
         "grade the problem; the report's message says what it needs)"

@@ -74,12 +74,7 @@ def list_user_submissions(
         )
     if on_problems is not None:
         query = query.where(Submission.problem_id.in_(on_problems))
-    if problem_id is not None:
-        query = query.where(Submission.problem_id == problem_id)
-    if status is not None:
-        query = query.where(Submission.status == status)
-    if mode is not None:
-        query = query.where(Submission.mode == mode)
+    query = narrowed(query, problem_id=problem_id, status=status, mode=mode)
     return newest_page(session, query, limit, before)
 
 
@@ -96,15 +91,28 @@ def list_recent_submissions(
     """Everyone's, newest first, narrowed by whichever of these are given; `before`: only
     those older than this id (the next page)."""
     query = select(Submission).options(joinedload(Submission.problem), joinedload(Submission.user))
-    if problem_id is not None:
-        query = query.where(Submission.problem_id == problem_id)
-    if user_id is not None:
-        query = query.where(Submission.user_id == user_id)
-    if status is not None:
-        query = query.where(Submission.status == status)
-    if mode is not None:
-        query = query.where(Submission.mode == mode)
+    query = narrowed(query, problem_id=problem_id, user_id=user_id, status=status, mode=mode)
     return newest_page(session, query, limit, before)
+
+
+def narrowed(
+    query: Select[Submission],
+    *,
+    problem_id: int | None = None,
+    user_id: int | None = None,
+    status: str | None = None,
+    mode: str | None = None,
+) -> Select[Submission]:
+    """``query`` kept to the submissions with each of these that is given (None: any)."""
+    for column, value in (
+        (Submission.problem_id, problem_id),
+        (Submission.user_id, user_id),
+        (Submission.status, status),
+        (Submission.mode, mode),
+    ):
+        if value is not None:
+            query = query.where(column == value)
+    return query
 
 
 def newest_page(

@@ -12,13 +12,12 @@ from datetime import timedelta
 from email.message import EmailMessage
 from email.utils import parseaddr
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from server.errors import BadRequest
 from server.models import PasswordReset, User, utcnow
 from server.settings import Settings
-from server.users import repository, resets
+from server.users import links, repository, resets
 
 log = logging.getLogger(__name__)
 
@@ -50,16 +49,11 @@ def send_link(session: Session, settings: Settings, name: str, base_url: str) ->
     user = repository.get_user_by_name(session, name.strip()) if name.strip() else None
     if user is None or user.is_banned or not user.email:
         return False
-    last = session.scalar(
-        select(PasswordReset.created_at)
-        .where(PasswordReset.user_id == user.id, PasswordReset.issued_by_id.is_(None))
-        .order_by(PasswordReset.created_at.desc())
-        .limit(1)
-    )
+    last = links.last_issued(session, PasswordReset, user, PasswordReset.issued_by_id.is_(None))
     if last is not None and utcnow() - last < MAIL_EVERY:
         return False
     key = resets.issue(session, None, user)
-    link = f"{(settings.public_url or base_url).rstrip('/')}{resets.PATH}{key}"
+    link = links.url(settings, base_url, resets.PATH, key)
     try:
         deliver(settings, user, link)
     except (OSError, smtplib.SMTPException):
@@ -70,16 +64,24 @@ def send_link(session: Session, settings: Settings, name: str, base_url: str) ->
 
 
 def deliver(settings: Settings, user: User, link: str) -> None:
+    hours = int(resets.LIFETIME.total_seconds() // 3600)
+    send_to(
+        settings,
+        user,
+        "Your KernelJudge password",
+        f"Someone asked to set a new password for {user.name}.\n\n"
+        f"This link sets one; it works once, for {hours} hours:\n\n{link}\n\n"
+        "If you did not ask, ignore this mail: your password stays as it is.\n",
+    )
+
+
+def send_to(settings: Settings, user: User, subject: str, text: str) -> None:
+    """Mail `text` to the user's address, from the site's."""
     message = EmailMessage()
     message["From"] = settings.smtp_from or f"kerneljudge@{settings.smtp_host}"
     message["To"] = str(user.email)
-    message["Subject"] = "Your KernelJudge password"
-    hours = int(resets.LIFETIME.total_seconds() // 3600)
-    message.set_content(
-        f"Someone asked to set a new password for {user.name}.\n\n"
-        f"This link sets one; it works once, for {hours} hours:\n\n{link}\n\n"
-        "If you did not ask, ignore this mail: your password stays as it is.\n"
-    )
+    message["Subject"] = subject
+    message.set_content(text)
     send(settings, message)
 
 

@@ -5,15 +5,14 @@ link's SHA-256 is stored, and a newer link for the same user ends the older one.
 
 from __future__ import annotations
 
-import secrets
 from datetime import timedelta
 
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from server.audit import service as audit
 from server.errors import BadRequest
 from server.models import PasswordReset, User, utcnow
+from server.users import links
 from server.users import service as users
 
 LIFETIME = timedelta(hours=24)
@@ -24,21 +23,12 @@ GONE = "this link was used, replaced by a newer one or has run out; ask an organ
 def issue(session: Session, organizer: User | None, user: User) -> str:
     """A new one-time key for `user` (its link is ``PATH + key``), written to the audit log
     as ``user.reset_link``; any earlier link of theirs stops working."""
-    now = utcnow()
-    session.execute(
-        update(PasswordReset)
-        .where(PasswordReset.user_id == user.id, PasswordReset.ended_at.is_(None))
-        .values(ended_at=now)
-    )
-    key = secrets.token_urlsafe(32)
-    session.add(
-        PasswordReset(
-            key_hash=users.hash_token(key),
-            user_id=user.id,
-            issued_by_id=organizer.id if organizer is not None else None,
-            created_at=now,
-            expires_at=now + LIFETIME,
-        )
+    key, reset = links.issue(
+        session,
+        PasswordReset,
+        user,
+        LIFETIME,
+        issued_by_id=organizer.id if organizer is not None else None,
     )
     audit.record(
         session,
@@ -46,7 +36,7 @@ def issue(session: Session, organizer: User | None, user: User) -> str:
         "user.reset_link",
         target_type="user",
         target=user.name,
-        details={"expires_at": (now + LIFETIME).isoformat()},
+        details={"expires_at": reset.expires_at.isoformat()},
     )
     session.flush()
     return key
@@ -54,15 +44,7 @@ def issue(session: Session, organizer: User | None, user: User) -> str:
 
 def open_reset(session: Session, key: str) -> PasswordReset | None:
     """The link's reset while it still works, else None."""
-    if not key or len(key) > 128:
-        return None
-    return session.scalar(
-        select(PasswordReset).where(
-            PasswordReset.key_hash == users.hash_token(key),
-            PasswordReset.ended_at.is_(None),
-            PasswordReset.expires_at > utcnow(),
-        )
-    )
+    return links.working(session, PasswordReset, key)
 
 
 def redeem(session: Session, key: str, password: str) -> User:

@@ -7,20 +7,16 @@ link's SHA-256 is kept, and a newer link ends the older ones."""
 from __future__ import annotations
 
 import logging
-import secrets
 import smtplib
 from datetime import timedelta
-from email.message import EmailMessage
 
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from server.audit import service as audit
 from server.errors import BadRequest, Forbidden, TooManyRequests
 from server.models import EmailVerification, User, utcnow
 from server.settings import Settings
-from server.users import mail
-from server.users import service as users
+from server.users import links, mail
 
 log = logging.getLogger(__name__)
 
@@ -59,22 +55,7 @@ def issue(session: Session, user: User) -> str:
     """A new one-time key for the user's address (its link is ``PATH + key``); any earlier
     link of theirs stops working."""
     assert user.email is not None
-    now = utcnow()
-    session.execute(
-        update(EmailVerification)
-        .where(EmailVerification.user_id == user.id, EmailVerification.ended_at.is_(None))
-        .values(ended_at=now)
-    )
-    key = secrets.token_urlsafe(32)
-    session.add(
-        EmailVerification(
-            key_hash=users.hash_token(key),
-            user_id=user.id,
-            email=user.email,
-            created_at=now,
-            expires_at=now + LIFETIME,
-        )
-    )
+    key, _ = links.issue(session, EmailVerification, user, LIFETIME, email=user.email)
     session.flush()
     return key
 
@@ -84,16 +65,11 @@ def send_link(session: Session, settings: Settings, user: User, base_url: str) -
     few minutes, BadRequest where the mail could not be sent (no link is then made)."""
     if user.is_verified or not user.email:
         raise BadRequest("this account has no address waiting to be verified")
-    last = session.scalar(
-        select(EmailVerification.created_at)
-        .where(EmailVerification.user_id == user.id)
-        .order_by(EmailVerification.created_at.desc())
-        .limit(1)
-    )
+    last = links.last_issued(session, EmailVerification, user)
     if last is not None and utcnow() - last < mail.MAIL_EVERY:
         raise TooManyRequests("a link was mailed a moment ago; wait a few minutes for it")
     key = issue(session, user)
-    link = f"{(settings.public_url or base_url).rstrip('/')}{PATH}{key}"
+    link = links.url(settings, base_url, PATH, key)
     try:
         deliver(settings, user, link)
     except (OSError, smtplib.SMTPException) as exc:
@@ -104,15 +80,7 @@ def send_link(session: Session, settings: Settings, user: User, base_url: str) -
 def verify(session: Session, key: str) -> User | None:
     """Verify the account through a working link, which ends it; None where the link no
     longer works (or the user changed their address since it was mailed)."""
-    if not key or len(key) > 128:
-        return None
-    found = session.scalar(
-        select(EmailVerification).where(
-            EmailVerification.key_hash == users.hash_token(key),
-            EmailVerification.ended_at.is_(None),
-            EmailVerification.expires_at > utcnow(),
-        )
-    )
+    found = links.working(session, EmailVerification, key)
     if found is None or found.user.email != found.email:
         return None
     user = found.user
@@ -127,14 +95,12 @@ def verify(session: Session, key: str) -> User | None:
 
 
 def deliver(settings: Settings, user: User, link: str) -> None:
-    message = EmailMessage()
-    message["From"] = settings.smtp_from or f"kerneljudge@{settings.smtp_host}"
-    message["To"] = str(user.email)
-    message["Subject"] = "Verify your KernelJudge account"
     hours = int(LIFETIME.total_seconds() // 3600)
-    message.set_content(
+    mail.send_to(
+        settings,
+        user,
+        "Verify your KernelJudge account",
         f"Someone signed up as {user.name} with this address.\n\n"
         f"This link verifies it, so the account may submit; it works once, for {hours} "
-        f"hours:\n\n{link}\n\nIf it was not you, ignore this mail.\n"
+        f"hours:\n\n{link}\n\nIf it was not you, ignore this mail.\n",
     )
-    mail.send(settings, message)

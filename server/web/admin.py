@@ -26,6 +26,7 @@ from server.problems import validation, versions
 from server.submissions import service as submissions
 from server.users import invites, resets
 from server.users import service as users
+from server.web.filters import EveryonesFilter
 from server.web.page import AdminPage, Page
 from server.web.sessions import PostedForm
 
@@ -226,16 +227,9 @@ def parse_deadline(text: str) -> datetime | None:
 
 
 @router.get("/submissions", response_class=HTMLResponse)
-def admin_submissions(
-    page: AdminPage,
-    problem: str | None = Query(default=None, max_length=100),
-    user: str | None = Query(default=None, max_length=64),
-    status: str | None = Query(default=None, max_length=16),
-    mode: str | None = Query(default=None, max_length=16),
-) -> HTMLResponse:
+def admin_submissions(page: AdminPage, narrowed: EveryonesFilter) -> HTMLResponse:
     """The newest 200, narrowed by the filter form's fields; a filter naming nothing there is
     is said above an empty list (404 or 422, as the API answers it)."""
-    narrowed = submissions.SubmissionFilter.of(problem, user, status, mode)
     error, status_code = None, 200
     try:
         listed = submissions.list_recent(page.session, 200, narrowed)

@@ -4,11 +4,13 @@ rejudges of its problems. Each form calls the service its API route calls, which
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import HTMLResponse, RedirectResponse
 from pydantic import ValidationError
+from sqlalchemy.orm import Session
 
 from grader.report import TERMINAL_STATUSES
 from server.competitions import judging, repository, service
@@ -16,6 +18,7 @@ from server.competitions.judging_endpoints import judging_body
 from server.competitions.schemas import MAX_FINAL_RUNS, DisqualifyRequest
 from server.deps import RowId
 from server.errors import BadRequest, KernelJudgeError
+from server.models import Judging, User
 from server.rejudges import service as rejudges
 from server.rejudges.endpoints import rejudge_body
 from server.web.competitions import first_error
@@ -89,6 +92,29 @@ def acted(
     return page.redirect(review_path(name, anchor), done)
 
 
+def decided(
+    page: AdminPage,
+    name: str,
+    field: str,
+    choices: Mapping[str, Callable[[Session, Any, User | None], Judging]],
+    decision: str,
+    subject: Any,
+    noun: str,
+    title: str,
+) -> HTMLResponse | RedirectResponse:
+    """A review set's last step: the service call ``choices`` names for ``decision``, on
+    ``subject`` (a judging's competition, a rejudge's id); the next page says its outcome."""
+    decide = choices.get(decision)
+    if decide is None:
+        raise BadRequest(f"{' or '.join(choices)} a {noun}")
+
+    def act() -> str:
+        done = decide(page.session, subject, page.viewer)
+        return f"{title} {done.id} {done.status}."
+
+    return acted(page, name, field, act, field)
+
+
 def runs_given(text: str) -> int | None:
     if not text.strip():
         return None
@@ -114,15 +140,8 @@ def start_judging(name: str, page: AdminPage, form: PostedForm) -> HTMLResponse 
 def decide_judging(
     name: str, decision: str, page: AdminPage, form: PostedForm
 ) -> HTMLResponse | RedirectResponse:
-    decide = {"publish": judging.publish, "discard": judging.discard}.get(decision)
-    if decide is None:
-        raise BadRequest("publish or discard a judging")
-
-    def act() -> str:
-        decided = decide(page.session, name, page.viewer)
-        return f"Final judging {decided.id} {decided.status}."
-
-    return acted(page, name, "judging", act, "judging")
+    choices = {"publish": judging.publish, "discard": judging.discard}
+    return decided(page, name, "judging", choices, decision, name, "judging", "Final judging")
 
 
 @router.post("/competitions/{name}/review/disqualify", response_model=None)
@@ -163,12 +182,6 @@ def start_rejudge(name: str, page: AdminPage, form: PostedForm) -> HTMLResponse 
 def decide_rejudge(
     name: str, rejudge_id: RowId, decision: str, page: AdminPage, form: PostedForm
 ) -> HTMLResponse | RedirectResponse:
-    decide = {"apply": rejudges.apply, "discard": rejudges.discard}.get(decision)
-    if decide is None:
-        raise BadRequest("apply or discard a rejudge")
-
-    def act() -> str:
-        decided = decide(page.session, rejudge_id, page.viewer)
-        return f"Rejudge {decided.id} {decided.status}."
-
-    return acted(page, name, f"rejudge-{rejudge_id}", act, f"rejudge-{rejudge_id}")
+    choices = {"apply": rejudges.apply, "discard": rejudges.discard}
+    field = f"rejudge-{rejudge_id}"
+    return decided(page, name, field, choices, decision, rejudge_id, "rejudge", "Rejudge")

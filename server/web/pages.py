@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
-from starlette.datastructures import UploadFile
+from starlette.datastructures import FormData, UploadFile
 
 from grader.problem import Problem as GraderProblem
 from grader.report import Mode, Status
@@ -38,6 +38,7 @@ from server.submissions import service as submissions
 from server.submissions.schemas import ProgressOut
 from server.web import judgement
 from server.web.charts import best_score_chart
+from server.web.filters import OwnFilter
 from server.web.next_step import next_step
 from server.web.page import (
     Page,
@@ -297,7 +298,6 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
     reload) makes one submission."""
     assert page.viewer is not None
     values = {key: str(form.get(key) or "") for key in ("problem", "mode", "gpu", "code")}
-    key = str(form.get("idempotency_key") or "")[:200] or None
     errors: dict[str, str] = {}
     code = values["code"]
     upload = form.get("file")
@@ -332,16 +332,7 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
             errors["gpu"] = exc.detail
     if not errors:
         try:
-            submission, _ = submissions.create_submission(
-                page.session,
-                page.settings,
-                page.viewer,
-                problem_name=values["problem"],
-                code=code,
-                mode=values["mode"],
-                gpu=values["gpu"] or None,
-                idempotency_key=key,
-            )
+            submission = submitted(page, form, {**values, "code": code})
         except (Forbidden, Conflict, BadRequest) as exc:
             errors["form"] = exc.detail
         except TooManyRequests as exc:
@@ -353,6 +344,23 @@ def submit(page: SignedInPage, form: PostedForm) -> HTMLResponse | RedirectRespo
         values["code"] = code
         return render_submit(page, values, errors, status_code=422)
     return page.redirect(f"/submissions/{submission.id}")
+
+
+def submitted(page: Page, form: FormData, values: dict[str, str]) -> Submission:
+    """The submission the submit form's values ask for (no GPU type: the problem's choice),
+    made once for the form's idempotency key."""
+    assert page.viewer is not None
+    submission, _ = submissions.create_submission(
+        page.session,
+        page.settings,
+        page.viewer,
+        problem_name=values["problem"],
+        code=values["code"],
+        mode=values["mode"],
+        gpu=values["gpu"] or None,
+        idempotency_key=str(form.get("idempotency_key") or "")[:200] or None,
+    )
+    return submission
 
 
 def submission_context(page: Page, submission: Submission) -> dict[str, Any]:
@@ -449,16 +457,13 @@ def withheld_note(
 @router.get("/submissions/mine", response_class=HTMLResponse)
 def my_submissions(
     page: SignedInPage,
-    problem: str | None = Query(default=None, max_length=100),
-    status: str | None = Query(default=None, max_length=16),
-    mode: str | None = Query(default=None, max_length=16),
+    narrowed: OwnFilter,
     before: int | None = Query(default=None, ge=1, le=MAX_ROW_ID),
 ) -> HTMLResponse:
     """The viewer's own submissions, newest first, a page at a time, narrowed by the filter
     form's fields as the API narrows them; a filter naming nothing there is is said above an
     empty list (404 or 422, as the API answers it)."""
     assert page.viewer is not None
-    narrowed = submissions.SubmissionFilter.of(problem, status=status, mode=mode)
     error, status_code = None, 200
     try:
         listed = submissions.list_own(
@@ -521,16 +526,7 @@ def resubmit(
         "code": submission.code,
     }
     try:
-        made, _ = submissions.create_submission(
-            page.session,
-            page.settings,
-            page.viewer,
-            problem_name=values["problem"],
-            code=values["code"],
-            mode=values["mode"],
-            gpu=values["gpu"],
-            idempotency_key=str(form.get("idempotency_key") or "")[:200] or None,
-        )
+        made = submitted(page, form, values)
     except KernelJudgeError as exc:
         response = render_submit(page, values, {"form": exc.detail}, exc.status_code)
         response.headers.update(exc.headers)

@@ -27,7 +27,7 @@ from grader.baselines import time_baselines
 from grader.harness import Standby
 from grader.harness import grade as grade_submission
 from grader.hygiene import wait_until_clean
-from grader.problem import problem_from_files
+from grader.problem import Problem, problem_from_files
 from grader.report import (
     GRADER_FAILURE,
     Mode,
@@ -104,6 +104,22 @@ def standby() -> Standby | None:
     return STANDBY if context.is_grading() else None
 
 
+def problem_of(payload: dict[str, Any]) -> Problem:
+    """The problem version a job's message carries, its files as sent."""
+    return problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
+
+
+def machine(worker: context.GpuWorker) -> dict[str, Any]:
+    """What every job here tells the grader of this machine: its device, the peaks its
+    speed-of-light fractions are measured against, a runner's memory, the standby runners."""
+    return {
+        "device": worker.device,
+        "peaks": worker.peaks,
+        "memory_bytes": worker.memory_bytes,
+        "standby": standby(),
+    }
+
+
 @celery_app.task(name=task_names.GRADE)
 def grade(submission_id: int, payload: dict[str, Any]) -> None:
     """Grade one submission on this worker's device; its files (a profile's Nsight Compute
@@ -111,7 +127,7 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
     files: dict[str, bytes] = {}
 
     def work(worker: context.GpuWorker) -> Result:
-        problem = problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
+        problem = problem_of(payload)
         validated = payload.get("test_cases_timeout_s")
         if validated is not None:
             problem = replace(problem, validated_test_cases_timeout=float(validated))
@@ -120,13 +136,10 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
                 problem,
                 payload["code"],
                 mode=payload["mode"],
-                device=worker.device,
                 secret_seed=payload.get("secret_seed"),
                 timeout_s=payload.get("timeout_s"),
-                peaks=worker.peaks,
-                memory_bytes=worker.memory_bytes,
-                standby=standby(),
                 on_progress=progress,
+                **machine(worker),
             )
         files.update(graded.contents)
         return graded.to_dict()
@@ -166,15 +179,11 @@ def validate_problem(validation_id: int, payload: dict[str, Any]) -> None:
     """Validate one version of a problem on this worker's device."""
 
     def work(worker: context.GpuWorker) -> Result:
-        problem = problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
         return validate(
-            problem,
+            problem_of(payload),
             dict(payload.get("solutions") or {}),
-            device=worker.device,
-            peaks=worker.peaks,
             timeouts={k: float(v) for k, v in (payload.get("timeouts") or {}).items()},
-            memory_bytes=worker.memory_bytes,
-            standby=standby(),
+            **machine(worker),
         ).to_dict()
 
     def failed(exc: Exception) -> Result:
@@ -196,15 +205,11 @@ def time_problem_baselines(baseline_id: int, payload: dict[str, Any]) -> None:
     submission."""
 
     def work(worker: context.GpuWorker) -> Result:
-        problem = problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
         return time_baselines(
-            problem,
-            device=worker.device,
+            problem_of(payload),
             secret_seed=payload.get("secret_seed"),
             timeout_s=payload.get("timeout_s"),
-            peaks=worker.peaks,
-            memory_bytes=worker.memory_bytes,
-            standby=standby(),
+            **machine(worker),
         ).to_dict()
 
     def failed(exc: Exception) -> Result:

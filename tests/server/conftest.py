@@ -18,7 +18,7 @@ from server.models import Problem, User
 from server.problems.service import sync_builtin_problems
 from server.submissions import reports
 from server.users.service import create_user, issue_token
-from tests.server.rows import submission_row
+from tests.server.rows import added_submission
 
 
 @pytest.fixture(scope="session")
@@ -86,12 +86,7 @@ def add_submission(user_name: str, *, mode: str, code: str = "x") -> int:
         user = db.scalar(select(User).where(User.name == user_name))
         problem = db.scalar(select(Problem).where(Problem.name == "vectoradd"))
         assert user is not None and problem is not None
-        submission = submission_row(
-            user.id, problem.id, problem_version=problem.version, mode=mode, code=code
-        )
-        db.add(submission)
-        db.flush()
-        return submission.id
+        return added_submission(db, user, problem, mode=mode, code=code).id
 
 
 # A passed grading report of one benchmark case, as a worker sends it.

@@ -10,10 +10,11 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, MetaData, Table, create_engine, text
+from sqlalchemy import Connection, Engine, MetaData, Table, create_engine, inspect, text
+from sqlalchemy.orm import Session
 
 from server.db import alembic_config
-from server.models import Competition, CompetitionProblem, utcnow
+from server.models import Competition, CompetitionProblem, Team, utcnow
 
 
 @contextmanager
@@ -26,6 +27,11 @@ def at_revision(url: str, revision: str) -> Iterator[tuple[Config, Engine]]:
         yield config, engine
     finally:
         engine.dispose()
+
+
+def column_names(connection: Connection, table: str) -> set[str]:
+    """The names of the table's columns, as the database has them now."""
+    return {column["name"] for column in inspect(connection).get_columns(table)}
 
 
 def add_vectoradd(engine: Engine) -> None:
@@ -54,6 +60,20 @@ def sprint(now: datetime) -> Competition:
         closes_at=now + timedelta(days=1), scoring="rank_points", team_size=1,
         final_runs=5, problems=[CompetitionProblem(problem_id=1, position=0)],
     )  # fmt: skip
+
+
+def add_sprint(engine: Engine, now: datetime, *, teams: Collection[str] = ()) -> None:
+    """User 1 (ada), problem 1 (vectoradd) and competition 1 (the sprint) on it, with a team
+    of each of these names."""
+    add_vectoradd(engine)
+    add_users(engine, "ada")
+    with Session(engine) as db:
+        competition = sprint(now)
+        db.add(competition)
+        db.flush()
+        for name in teams:
+            db.add(Team(competition_id=competition.id, name=name, invite_code=name[0] * 22))
+        db.commit()
 
 
 def add_users(engine: Engine, *names: str, admins: Collection[str] = ()) -> None:

@@ -8,7 +8,9 @@ import zipfile
 from collections.abc import Mapping
 from typing import Any
 
-from server.models import Submission
+from sqlalchemy.orm import Session
+
+from server.models import Problem, Submission, User
 
 
 def submission_row(
@@ -24,6 +26,19 @@ def submission_row(
         mode=mode,
         **{**defaults, "flags": [], **fields},
     )
+
+
+def added_submission(
+    db: Session, user: User, problem: Problem, *, mode: str, **fields: Any
+) -> Submission:
+    """A submission of `user` against `problem`'s current version, as `submission_row` makes
+    it, added to `db` and flushed (it has its id)."""
+    submission = submission_row(
+        user.id, problem.id, problem_version=problem.version, mode=mode, **fields
+    )
+    db.add(submission)
+    db.flush()
+    return submission
 
 
 def zip_of(entries: Mapping[str, str | bytes]) -> bytes:

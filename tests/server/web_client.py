@@ -24,12 +24,28 @@ def csrf_from(response: httpx.Response) -> str:
     return match.group(1)
 
 
+def field_error(response: httpx.Response, field: str) -> str:
+    """The error a form page says next to ``field``."""
+    match = re.search(rf'id="{field}-error" role="alert">([^<]*)<', response.text)
+    assert match, f"no error next to {field}: {response.status_code}"
+    return match.group(1)
+
+
 async def post_form(
     client: httpx.AsyncClient, path: str, data: dict[str, str], *, from_page: str
 ) -> httpx.Response:
     """Post a form the way a browser does: fetch the page that shows it, send its token."""
     token = csrf_from(await client.get(from_page, headers=HTML))
     return await client.post(path, data={**data, "csrf_token": token}, headers=HTML)
+
+
+async def moderate(
+    client: httpx.AsyncClient, kind: str, row_id: int, action: str, reason: str | None = None
+) -> httpx.Response:
+    """An organizer's moderation form on the admin page of `kind` ("submissions" or
+    "users"), for the row `row_id`, with its reason if one is given."""
+    data = {"action": action} if reason is None else {"action": action, "reason": reason}
+    return await post_form(client, f"/admin/{kind}/{row_id}", data, from_page=f"/admin/{kind}")
 
 
 async def submit_form(client: httpx.AsyncClient, fields: dict[str, str]) -> httpx.Response:

@@ -4,58 +4,50 @@
 (function () {
   "use strict";
 
-  // While a submission is queued or running, re-fetch its result section every second.
-  function followLive(container) {
-    var url = container.getAttribute("data-live-url");
-    var stopped = false;
+  // Re-fetch an element's data-live-url and hand each answer's HTML to `apply`, which says
+  // what of it marks the end (data-live="false": the element then loses its URL). Waits:
+  // `every` between polls, `refused` after an answer other than 200, `failed` after none.
+  function pollLive(element, waits, apply) {
+    var url = element.getAttribute("data-live-url");
     function poll() {
-      if (stopped) return;
       fetch(url, { headers: { Accept: "text/html" }, credentials: "same-origin" })
         .then(function (response) { return response.ok ? response.text() : null; })
         .then(function (html) {
-          if (html !== null) {
-            container.innerHTML = html;
-            var section = container.querySelector("[data-live]");
-            if (section && section.getAttribute("data-live") === "false") {
-              stopped = true;
-              container.removeAttribute("data-live-url");
-              return;
-            }
+          if (html === null) { window.setTimeout(poll, waits.refused); return; }
+          var state = apply(html);
+          if (state && state.getAttribute("data-live") === "false") {
+            element.removeAttribute("data-live-url");
+            return;
           }
-          window.setTimeout(poll, 1000);
+          window.setTimeout(poll, waits.every);
         })
-        .catch(function () { window.setTimeout(poll, 3000); });
+        .catch(function () { window.setTimeout(poll, waits.failed); });
     }
-    window.setTimeout(poll, 1000);
+    window.setTimeout(poll, waits.every);
+  }
+
+  // While a submission is queued or running, re-fetch its result section every second.
+  function followLive(container) {
+    pollLive(container, { every: 1000, refused: 1000, failed: 3000 }, function (html) {
+      container.innerHTML = html;
+      return container.querySelector("[data-live]");
+    });
   }
 
   // While a problem's validation awaits a device's report, re-fetch its row's changing parts
   // (data-live-part: the version, the validation state) every two seconds and swap in those
   // that changed; the row's settings form, perhaps half filled in, is left alone.
   function followRowParts(row) {
-    var url = row.getAttribute("data-live-url");
-    function poll() {
-      fetch(url, { headers: { Accept: "text/html" }, credentials: "same-origin" })
-        .then(function (response) { return response.ok ? response.text() : null; })
-        .then(function (html) {
-          if (html === null) { window.setTimeout(poll, 5000); return; }
-          var fresh = document.createElement("template");
-          fresh.innerHTML = html;
-          fresh.content.querySelectorAll("[data-live-part]").forEach(function (part) {
-            var name = part.getAttribute("data-live-part");
-            var shown = row.querySelector('[data-live-part="' + name + '"]');
-            if (shown && shown.innerHTML !== part.innerHTML) shown.innerHTML = part.innerHTML;
-          });
-          var state = fresh.content.querySelector("[data-live]");
-          if (state && state.getAttribute("data-live") === "false") {
-            row.removeAttribute("data-live-url");
-            return;
-          }
-          window.setTimeout(poll, 2000);
-        })
-        .catch(function () { window.setTimeout(poll, 5000); });
-    }
-    window.setTimeout(poll, 2000);
+    pollLive(row, { every: 2000, refused: 5000, failed: 5000 }, function (html) {
+      var fresh = document.createElement("template");
+      fresh.innerHTML = html;
+      fresh.content.querySelectorAll("[data-live-part]").forEach(function (part) {
+        var name = part.getAttribute("data-live-part");
+        var shown = row.querySelector('[data-live-part="' + name + '"]');
+        if (shown && shown.innerHTML !== part.innerHTML) shown.innerHTML = part.innerHTML;
+      });
+      return fresh.content.querySelector("[data-live]");
+    });
   }
 
   // A time as server/client/errors.py's span() says it: 45 s, 4 min 12 s, 2 h 5 min.

@@ -12,9 +12,9 @@ import httpx
 from sqlalchemy import select, update
 
 from server.db import session_scope
-from server.models import Competition, Problem, Submission, TeamMember, User, utcnow
+from server.models import Competition, Problem, TeamMember, User, utcnow
 from tests.server.conftest import Account
-from tests.server.rows import submission_row
+from tests.server.rows import added_submission
 from tests.server.web.test_web_pages import new_problem
 
 _names = count()
@@ -130,12 +130,7 @@ def ranked(
             "finished_at": at,
             **fields,
         }
-        submission: Submission = submission_row(
-            user.id, record.id, problem_version=record.version, **values
-        )
-        db.add(submission)
-        db.flush()
-        return submission.id
+        return added_submission(db, user, record, **values).id
 
 
 async def standings(

@@ -12,10 +12,9 @@ from server.models import (
     Judging,
     JudgingRun,
     Submission,
-    Team,
     utcnow,
 )
-from tests.server.migrating import add_users, add_vectoradd, at_revision, sprint
+from tests.server.migrating import add_sprint, at_revision
 
 TABLES = {"judgings", "judging_runs"}
 
@@ -23,14 +22,7 @@ TABLES = {"judgings", "judging_runs"}
 def test_the_judging_tables_come_and_go_with_their_revision(url: str) -> None:
     now = utcnow()
     with at_revision(url, "0017") as (config, engine):
-        add_vectoradd(engine)
-        add_users(engine, "ada")
-        with Session(engine) as db:
-            competition = sprint(now)
-            db.add(competition)
-            db.flush()
-            db.add(Team(competition_id=competition.id, name="ada", invite_code="a" * 22))
-            db.commit()
+        add_sprint(engine, now, teams=["ada"])
         # A submission made before the revision, written as that revision's table holds it.
         submissions = Table("submissions", MetaData(), autoload_with=engine, resolve_fks=False)
         with engine.begin() as connection:

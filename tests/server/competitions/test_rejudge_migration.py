@@ -5,7 +5,7 @@ without a team) can be stored; a downgrade takes the rejudges away and keeps the
 from __future__ import annotations
 
 from alembic import command
-from sqlalchemy import inspect, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from server.models import (
@@ -14,18 +14,13 @@ from server.models import (
     Submission,
     utcnow,
 )
-from tests.server.migrating import add_users, add_vectoradd, at_revision, sprint
+from tests.server.migrating import add_sprint, at_revision, column_names
 
 
 def test_judgings_become_review_sets_of_either_kind(url: str) -> None:
     now = utcnow()
     with at_revision(url, "0020") as (config, engine):
-        add_vectoradd(engine)
-        add_users(engine, "ada")
-        with Session(engine) as db:
-            competition = sprint(now)
-            db.add(competition)
-            db.commit()
+        add_sprint(engine, now)
         with engine.begin() as connection:
             connection.execute(
                 text(
@@ -58,7 +53,7 @@ def test_judgings_become_review_sets_of_either_kind(url: str) -> None:
             db.commit()
         command.downgrade(config, "0020")
         with engine.connect() as connection:
-            columns = {c["name"] for c in inspect(connection).get_columns("judgings")}
+            columns = column_names(connection, "judgings")
             assert not {"kind", "selection"} & columns
             kept = connection.execute(text("SELECT id FROM judgings")).scalars().all()
             assert kept == [1]

@@ -23,6 +23,17 @@ def chart(db: Session, problem: Problem) -> list[tuple[float, str]]:
     return [(r.score, r.user) for r in service.records(db, problem, "cpu")]
 
 
+def moderated(db: Session, row: Submission | User, **flags: bool) -> None:
+    """Set a submission's or a user's moderation flags and tell the leaderboard's upkeep, as
+    the moderation services do."""
+    for name, value in flags.items():
+        setattr(row, name, value)
+    if isinstance(row, User):
+        upkeep.user_changed(db, row)
+    else:
+        upkeep.submission_changed(db, row)
+
+
 def test_hidden_hacked_and_banned_leave_the_leaderboard(session: Session) -> None:  # noqa: F811
     problem = Problem(name="p", files={}, files_sha256="0" * 64, secret_seed=1, gpu_types=[])
     users = [User(name=n) for n in ("ann", "ben", "cat", "dan")]
@@ -49,12 +60,9 @@ def test_hidden_hacked_and_banned_leave_the_leaderboard(session: Session) -> Non
     ]
     assert chart(session, problem) == [(1.0, "ann"), (0.5, "ben"), (0.1, "dan")]
 
-    ann_first.is_hidden = True
-    upkeep.submission_changed(session, ann_first)
-    ben_fast.is_hacked = True
-    upkeep.submission_changed(session, ben_fast)
-    dan.is_banned = True
-    upkeep.user_changed(session, dan)
+    moderated(session, ann_first, is_hidden=True)
+    moderated(session, ben_fast, is_hacked=True)
+    moderated(session, dan, is_banned=True)
     session.commit()
     assert board(session, problem) == [("cat", cat_ok.id), ("ann", ann_next.id)]
     assert chart(session, problem) == [(3.0, "ann"), (2.0, "cat")]
@@ -65,12 +73,9 @@ def test_hidden_hacked_and_banned_leave_the_leaderboard(session: Session) -> Non
     ]
 
     # Undone, in another order: the board and the chart are as they were.
-    dan.is_banned = False
-    upkeep.user_changed(session, dan)
-    ann_first.is_hidden = False
-    upkeep.submission_changed(session, ann_first)
-    ben_fast.is_hacked = False
-    upkeep.submission_changed(session, ben_fast)
+    moderated(session, dan, is_banned=False)
+    moderated(session, ann_first, is_hidden=False)
+    moderated(session, ben_fast, is_hacked=False)
     session.commit()
     assert board(session, problem)[0] == ("dan", dan_fastest.id)
     assert chart(session, problem) == [(1.0, "ann"), (0.5, "ben"), (0.1, "dan")]

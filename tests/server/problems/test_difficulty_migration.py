@@ -4,12 +4,12 @@ problems (the problem kept, not rated); a downgrade takes it away and keeps the 
 from __future__ import annotations
 
 from alembic import command
-from sqlalchemy import inspect, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from server.models import Problem
 from tests.server.competitions.conftest import url as url
-from tests.server.migrating import add_ada_and_vectoradd, at_revision
+from tests.server.migrating import add_ada_and_vectoradd, at_revision, column_names
 
 
 def test_difficulty_comes_and_goes_with_its_revision(url: str) -> None:
@@ -23,7 +23,6 @@ def test_difficulty_comes_and_goes_with_its_revision(url: str) -> None:
             db.commit()
         command.downgrade(config, "0024")
         with engine.connect() as connection:
-            columns = {c["name"] for c in inspect(connection).get_columns("problems")}
-            assert "difficulty" not in columns
+            assert "difficulty" not in column_names(connection, "problems")
             assert connection.execute(text("SELECT name FROM problems")).scalar() == "vectoradd"
         command.upgrade(config, "0025")

@@ -26,7 +26,7 @@ from server.users.service import authenticate
 from server.worker import gpu
 from tests.server.conftest import Account
 from tests.server.problems.test_problems_api import problem_zip, upload
-from tests.server.rows import submission_row
+from tests.server.rows import added_submission
 from tests.server.users.test_audit_log import audit_entries
 from tests.server.web_client import HTML, log_in, make_user, post_form, sign_in
 
@@ -71,18 +71,16 @@ def ranked(token: str, problem_name: str, score: float) -> int:
         user = authenticate(session, token)
         problem = repository.get_problem(session, problem_name)
         assert problem is not None
-        submission = submission_row(
-            user.id,
-            problem.id,
-            problem_version=problem.version,
+        submission = added_submission(
+            session,
+            user,
+            problem,
             mode="leaderboard",
             code=CODE,
             status="passed",
             score=score,
             report={"status": "passed", "cases": []},
         )
-        session.add(submission)
-        session.flush()
         upkeep.submission_changed(session, submission)
         return submission.id
 

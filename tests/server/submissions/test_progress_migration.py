@@ -5,12 +5,17 @@ the column away and leaves the submission."""
 from __future__ import annotations
 
 from alembic import command
-from sqlalchemy import inspect, text
+from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from server.models import Submission
 from tests.server.competitions.conftest import url as url
-from tests.server.migrating import add_ada_and_vectoradd, at_revision, insert_passed_submission
+from tests.server.migrating import (
+    add_ada_and_vectoradd,
+    at_revision,
+    column_names,
+    insert_passed_submission,
+)
 
 
 def test_progress_comes_and_goes_with_its_revision(url: str) -> None:
@@ -35,7 +40,6 @@ def test_progress_comes_and_goes_with_its_revision(url: str) -> None:
             }
         command.downgrade(config, "0025")
         with engine.connect() as connection:
-            columns = {c["name"] for c in inspect(connection).get_columns("submissions")}
-            assert "progress" not in columns
+            assert "progress" not in column_names(connection, "submissions")
             assert connection.execute(text("SELECT status FROM submissions")).scalar() == "running"
         command.upgrade(config, "0026")

@@ -17,7 +17,7 @@ from server.users.repository import get_user_by_name
 from tests.server.conftest import Account
 from tests.server.problems.test_problems_api import problem_zip, upload
 from tests.server.web.test_web_pages import graded, new_problem
-from tests.server.web_client import HTML, log_in, make_user, post_form, sign_in
+from tests.server.web_client import HTML, log_in, make_user, moderate, post_form, sign_in
 
 pytestmark = pytest.mark.anyio
 
@@ -94,11 +94,8 @@ async def test_admin_pages_record_every_action(
         from_page="/admin/problems",
     )
     for action in ("hide", "hack", "rerun"):
-        response = await post_form(
-            browser,
-            f"/admin/submissions/{submission_id}",
-            {"action": action, "reason": f"{action} for the audit"},
-            from_page="/admin/submissions",
+        response = await moderate(
+            browser, "submissions", submission_id, action, f"{action} for the audit"
         )
         assert response.status_code == 303
     with session_scope() as session:
@@ -106,12 +103,7 @@ async def test_admin_pages_record_every_action(
         assert user is not None
         user_id = user.id
     for action in ("ban", "make_admin"):
-        await post_form(
-            browser,
-            f"/admin/users/{user_id}",
-            {"action": action, "reason": "shared accounts"},
-            from_page="/admin/users",
-        )
+        await moderate(browser, "users", user_id, action, "shared accounts")
     archive = problem_zip("pageaudit")
     token_page = await browser.get("/admin/problems", headers=HTML)
     csrf = token_page.text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]

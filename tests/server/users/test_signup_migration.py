@@ -8,7 +8,7 @@ from alembic import command
 from sqlalchemy import inspect, text
 
 from tests.server.competitions.conftest import url as url
-from tests.server.migrating import add_users, at_revision
+from tests.server.migrating import add_users, at_revision, column_names
 
 
 def test_migration_0027_keeps_every_account_verified(url: str) -> None:
@@ -36,7 +36,7 @@ def test_migration_0027_keeps_every_account_verified(url: str) -> None:
         with engine.connect() as connection:
             tables = set(inspect(connection).get_table_names())
             assert not {"invites", "email_verifications"} & tables
-            columns = {c["name"] for c in inspect(connection).get_columns("users")}
+            columns = column_names(connection, "users")
             assert not {"is_verified", "invite_id"} & columns
             assert connection.execute(text("SELECT count(*) FROM users")).scalar() == 2
         command.upgrade(config, "0027")

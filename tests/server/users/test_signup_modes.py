@@ -29,7 +29,7 @@ from tests.server.competitions.conftest import url as url
 from tests.server.migrating import at_revision
 from tests.server.users.test_password_mail import Inbox
 from tests.server.users.test_password_mail import inbox as inbox
-from tests.server.web_client import HTML, PASSWORD, post_form, sign_in
+from tests.server.web_client import HTML, PASSWORD, field_error, post_form, sign_in
 
 pytestmark = pytest.mark.anyio
 
@@ -76,12 +76,6 @@ def user_named(name: str) -> User | None:
         return get_user_by_name(session, name)
 
 
-def error_of(response: httpx.Response, field: str) -> str:
-    found = re.search(rf'id="{field}-error" role="alert">([^<]*)<', response.text)
-    assert found, f"no error on {field}: {response.status_code}"
-    return found.group(1)
-
-
 async def test_open_sign_up_asks_for_no_code_or_address(
     browser: httpx.AsyncClient, signup_mode: SetMode
 ) -> None:
@@ -116,14 +110,14 @@ async def test_invite_sign_up_needs_a_working_code(
     form = (await browser.get("/signup?invite=ABCD-EFGH", headers=HTML)).text
     assert 'name="invite"' in form and 'value="ABCD-EFGH"' in form
     missing = await sign_up(browser, "invitee0")
-    assert missing.status_code == 422 and "needs an invite code" in error_of(missing, "invite")
+    assert missing.status_code == 422 and "needs an invite code" in field_error(missing, "invite")
     unknown = await sign_up(browser, "invitee0", invite="NOPE-NOPE-NOPE")
-    assert "no such invite code" in error_of(unknown, "invite")
+    assert "no such invite code" in field_error(unknown, "invite")
 
     code = new_invite(uses=2, note="lab")
     # A refused name takes no use of the code.
     taken = await sign_up(browser, "bad name!", invite=code)
-    assert taken.status_code == 422 and error_of(taken, "name")
+    assert taken.status_code == 422 and field_error(taken, "name")
     assert (await sign_up(browser, "invitee1", invite=code.lower())).status_code == 303
     other = another_browser()
     async with other:
@@ -132,7 +126,7 @@ async def test_invite_sign_up_needs_a_working_code(
     async with third:
         used_up = await sign_up(third, "invitee3", invite=code)
         assert used_up.status_code == 422
-        assert "this invite code is used up" in error_of(used_up, "invite")
+        assert "this invite code is used up" in field_error(used_up, "invite")
         assert 'value="invitee3"' in used_up.text  # what was typed stays
     assert user_named("invitee3") is None
     with session_scope() as session:
@@ -153,7 +147,7 @@ async def test_invite_sign_up_needs_a_working_code(
     for code, why in ((revoked, "revoked"), (expired, "expired")):
         async with another_browser() as c:
             refused = await sign_up(c, "invitee4", invite=code)
-            assert f"this invite code is {why}" in error_of(refused, "invite")
+            assert f"this invite code is {why}" in field_error(refused, "invite")
 
 
 def test_two_sign_ups_racing_for_the_last_use_one_has_it(url: str) -> None:
@@ -297,11 +291,11 @@ async def test_verified_sign_up_mails_a_link_that_lets_the_account_submit(
     form = (await browser.get("/signup", headers=HTML)).text
     assert 'name="email"' in form and "Addresses at uni.example only." in form
     missing = await sign_up(browser, "verifyme")
-    assert "needs your email address" in error_of(missing, "email")
+    assert "needs your email address" in field_error(missing, "email")
     bad = await sign_up(browser, "verifyme", email="not an address")
-    assert "is not an email address" in error_of(bad, "email")
+    assert "is not an email address" in field_error(bad, "email")
     elsewhere = await sign_up(browser, "verifyme", email="me@gmail.example")
-    assert "addresses at uni.example only" in error_of(elsewhere, "email")
+    assert "addresses at uni.example only" in field_error(elsewhere, "email")
     assert user_named("verifyme") is None and not inbox.messages
 
     done = await sign_up(browser, "verifyme", email="me@cs.uni.example")

@@ -5,10 +5,10 @@ takes the columns away and keeps the tokens."""
 from __future__ import annotations
 
 from alembic import command
-from sqlalchemy import inspect, text
+from sqlalchemy import text
 
 from tests.server.competitions.conftest import url as url
-from tests.server.migrating import add_users, at_revision
+from tests.server.migrating import add_users, at_revision, column_names
 
 
 def test_tokens_keep_what_they_could_do(url: str) -> None:
@@ -34,7 +34,7 @@ def test_tokens_keep_what_they_could_do(url: str) -> None:
         ]
         command.downgrade(config, "0023")
         with engine.connect() as connection:
-            columns = {c["name"] for c in inspect(connection).get_columns("api_tokens")}
+            columns = column_names(connection, "api_tokens")
             assert not {"scopes", "expires_at"} & columns
             assert connection.execute(text("SELECT count(*) FROM api_tokens")).scalar() == 2
         command.upgrade(config, "0024")

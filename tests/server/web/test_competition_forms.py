@@ -16,7 +16,7 @@ import pytest
 from server.models import utcnow
 from tests.server.competitions.rig import add_competition, problems, time_passes
 from tests.server.conftest import Account
-from tests.server.web_client import HTML, client_at, log_in, make_user, post_form
+from tests.server.web_client import HTML, client_at, field_error, log_in, make_user, post_form
 
 pytestmark = pytest.mark.anyio
 
@@ -47,12 +47,6 @@ async def enter(
         fields,
         from_page=f"/competitions/{competition}",
     )
-
-
-def field_error(response: httpx.Response, field: str) -> str:
-    match = re.search(rf'id="{field}-error" role="alert">([^<]*)<', response.text)
-    assert match, f"no error next to {field}"
-    return match.group(1)
 
 
 async def test_a_team_is_formed_and_joined_by_its_invite_link(

@@ -22,7 +22,7 @@ from server.web.sessions import SESSION_COOKIE
 from tests.server.conftest import Account
 from tests.server.problems.test_problem_lifecycle import CODE, record_round
 from tests.server.problems.test_problems_api import problem_zip, upload
-from tests.server.rows import submission_row
+from tests.server.rows import added_submission
 from tests.server.users.test_audit_log import audit_entries
 from tests.server.web.test_web_pages import new_problem
 from tests.server.web_client import HTML, csrf_from, make_user, post_form, sign_in
@@ -130,16 +130,9 @@ async def test_every_organizer_form_that_saves_says_so(browser: httpx.AsyncClien
         user = get_user_by_name(session, author)
         problem = repository.get_problem(session, "told")
         assert user is not None and problem is not None
-        submission = submission_row(
-            user.id,
-            problem.id,
-            problem_version=problem.version,
-            mode="test",
-            code=CODE,
-            status="passed",
+        submission = added_submission(
+            session, user, problem, mode="test", code=CODE, status="passed"
         )
-        session.add(submission)
-        session.flush()
         sid, uid = submission.id, user.id
     for path, form, page, said in (
         (

@@ -24,6 +24,7 @@ from tests.server.web_client import (
     csrf_from,
     log_in,
     make_user,
+    moderate,
     post_form,
     sign_in,
     submit_form,
@@ -203,28 +204,16 @@ async def test_hidden_and_hacked_submissions_leave_the_leaderboard(
     assert (await board())[0] == (first, fast)
     admin = await sign_in(browser, "boss", admin=True)
     for action in ("hide", "hack"):
-        await post_form(
-            browser,
-            f"/admin/submissions/{fast}",
-            {"action": action, "reason": "reads the expected output"},
-            from_page="/admin/submissions",
-        )
+        await moderate(browser, "submissions", fast, action, "reads the expected output")
         assert [user for user, _ in await board()] == [second], action
         page = await browser.get("/leaderboards/moderated", headers=HTML)
         assert f"/submissions/{fast}" not in page.text
         undo = "unhide" if action == "hide" else "unhack"
-        await post_form(
-            browser, f"/admin/submissions/{fast}", {"action": undo}, from_page="/admin/submissions"
-        )
+        await moderate(browser, "submissions", fast, undo)
         assert (await board())[0] == (first, fast)
 
     # A hidden submission is not shown to other competitors at all.
-    await post_form(
-        browser,
-        f"/admin/submissions/{fast}",
-        {"action": "hide", "reason": "copied"},
-        from_page="/admin/submissions",
-    )
+    await moderate(browser, "submissions", fast, "hide", "copied")
     await post_form(browser, "/logout", {}, from_page="/")
     assert (await browser.get(f"/submissions/{fast}", headers=HTML)).status_code == 404
 
@@ -234,12 +223,7 @@ async def test_hidden_and_hacked_submissions_leave_the_leaderboard(
         banned = get_user_by_name(session, second)
         assert banned is not None
         banned_id = banned.id
-    await post_form(
-        browser,
-        f"/admin/users/{banned_id}",
-        {"action": "ban", "reason": "a second account"},
-        from_page="/admin/users",
-    )
+    await moderate(browser, "users", banned_id, "ban", "a second account")
     assert await board() == []
 
 
@@ -248,9 +232,7 @@ async def test_admin_re_runs_a_submission(browser: httpx.AsyncClient) -> None:
     _, token = make_user()
     sid = graded(token, "rerun", "again")
     await sign_in(browser, "boss", admin=True)
-    response = await post_form(
-        browser, f"/admin/submissions/{sid}", {"action": "rerun"}, from_page="/admin/submissions"
-    )
+    response = await moderate(browser, "submissions", sid, "rerun")
     assert response.status_code == 303
     with session_scope() as session:
         submission = session.get(Submission, sid)
