@@ -110,7 +110,7 @@ async def test_the_selection_is_graded_again_through_the_outbox_off_every_board(
     assert await board(client, problem) == [(red.name, 1e-3), (blue.name, 2e-3)]
     mine = await client.get("/api/v1/submissions", headers=blue.headers)
     assert [s["id"] for s in mine.json()["submissions"]] == [ids["blue"]]
-    [entry] = await audit_entries(client, admin, action="rejudge.start")
+    [entry] = await audit_entries(client, admin, action="rejudge.start", target=str(body["id"]))
     assert entry["details"]["submissions"] == 3
 
 
