@@ -38,6 +38,7 @@ from server.users.endpoints import router as user_admin_router
 from server.web import errors as web_errors
 from server.web.accounts import router as accounts_router
 from server.web.admin import router as admin_router
+from server.web.competition_admin import router as competition_admin_router
 from server.web.competition_review import router as competition_review_router
 from server.web.competitions import router as competition_pages_router
 from server.web.page import STATIC
@@ -192,6 +193,7 @@ def create_app() -> FastAPI:
     app.include_router(competition_review_router)
     app.include_router(accounts_router)
     app.include_router(admin_router)
+    app.include_router(competition_admin_router)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.mount(DOCS_ASSETS, StaticFiles(directory=str(SWAGGER_UI)), name="docs-assets")
     # Signed, not encrypted: the cookie holds only the user's id and the CSRF token.
