@@ -10,15 +10,16 @@ KernelBench module, and each case's figure beside Nsight Compute's kernel time.
     python -m bench.ranked_clock ncu [--problems ...]          # needs ncu on PATH
     python -m bench.ranked_clock all --runs 10 --out results.json
     ... --tree OTHER      # grade with another checkout's grader (today's against an older one)
-    python -m bench.ranked_clock spread --standby settled as-is   # as a worker grades
+    python -m bench.ranked_clock spread --standby none settled as-is   # as a worker grades
 
 Gradings go through grader.harness.grade(), sandboxed, one after another in this process with
 a fresh runner each (as a worker's pool process grades), the device's peaks measured once.
 With `--standby`, `spread` grades as a worker does, its next runners started meanwhile
 (grader/session.py's Standby): `settled` as the grader does it (a timed grading waits for
-their starts), `as-is` without that wait. Prints one JSON line per result; `--out` also
-writes them all. Results and their reading are in docs/benchmarks.md, "The ranked time on a
-GPU: ten gradings and Nsight Compute" and the sections after it."""
+their starts), `as-is` without that wait, `none` with no runner started ahead. Prints one
+JSON line per result; `--out` also writes them all. Results and their reading are in
+docs/benchmarks.md, "The ranked time on a GPU: ten gradings and Nsight Compute" and the
+sections after it."""
 
 from __future__ import annotations
 
@@ -145,7 +146,7 @@ def spread(
     from grader.session import Standby
 
     pool = None
-    if standby is not None:
+    if standby not in (None, "none"):
         pool = Standby()
         if standby == "as-is":
             pool.settle = lambda *args, **kwargs: None  # type: ignore[method-assign]
@@ -368,7 +369,10 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, help="grade with this checkout's grader")
     parser.add_argument("--out", type=Path)
     parser.add_argument(
-        "--standby", nargs="+", choices=["settled", "as-is"], help="spread: grade as a worker"
+        "--standby",
+        nargs="+",
+        choices=["settled", "as-is", "none"],
+        help="spread: grade as a worker does (none: no runner started ahead)",
     )
     args = parser.parse_args()
     sys.path.insert(0, str(args.tree.resolve() if args.tree else REPO))
