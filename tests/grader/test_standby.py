@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 from grader.session import RunnerSession, Standby
 
@@ -18,6 +19,7 @@ def test_a_runner_is_ready_once_started_and_never_once_dead() -> None:
     try:
         for pid in dead.pids():
             os.kill(pid, signal.SIGKILL)
+        wait_until_dead(dead.pids())
         assert started.wait_ready(time.monotonic() + 120)
         assert started.alive()
         assert not dead.wait_ready(time.monotonic() + 30)
@@ -35,7 +37,22 @@ def test_settle_keeps_the_runners_that_started_and_closes_those_that_died() -> N
         assert waiting, "the runner that started is kept"
         for pid in waiting:
             os.kill(pid, signal.SIGKILL)
+        wait_until_dead(waiting)
         standby.settle(within_s=30)
         assert standby.pids() == set(), "a dead runner is not handed to a grading"
     finally:
         standby.close()
+
+
+def wait_until_dead(pids: set[int], within_s: float = 30) -> None:
+    """Until each process has exited (gone, or a zombie its parent has not reaped)."""
+    deadline = time.monotonic() + within_s
+    for pid in pids:
+        stat = Path(f"/proc/{pid}/stat")
+        while stat.exists() and time.monotonic() < deadline:
+            try:
+                if stat.read_text().rpartition(")")[2].split()[0] == "Z":
+                    break
+            except OSError:
+                break
+            time.sleep(0.05)
