@@ -704,7 +704,8 @@ def competition_judging(
     waiting = body.total_runs - body.graded
     if waiting:
         seen = (
-            f"{body.queue_workers} grading slots seen on it lately"
+            f"{body.queue_workers} grading slot{'s' if body.queue_workers != 1 else ''} seen "
+            "on it lately"
             if body.queue_workers
             else f"no worker seen on it lately: start one with kerneljudge worker --queues "
             f"{body.queue}"
