@@ -137,7 +137,9 @@ def workers_seen(session: Session, queue: str) -> int:
 def slots_seen(session: Session, queue: str) -> int:
     """The grading slots on `queue` seen within `WORKERS_SEEN_FOR`: those that said they are
     there (server/worker/gpu.py, as each pool process starts and every few minutes after)
-    and those that started a job."""
+    and those that started a submission of its device type. A review set's run is left out
+    of the second: it may have come from a competition's judging queue, whose slots are not
+    the device type's (they say where they are all the same)."""
     since = utcnow() - WORKERS_SEEN_FOR
     slots = union(
         select(GradingSlot.worker).where(GradingSlot.queue == queue, GradingSlot.seen_at >= since),
@@ -145,6 +147,7 @@ def slots_seen(session: Session, queue: str) -> int:
             Submission.gpu_type == queue,
             Submission.started_at >= since,
             Submission.worker.is_not(None),
+            Submission.judging_id.is_(None),
         ),
     ).subquery()
     return int(session.scalar(select(func.count()).select_from(slots)) or 0)

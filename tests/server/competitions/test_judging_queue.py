@@ -92,9 +92,13 @@ async def test_a_pinned_worker_on_the_judging_queue_grades_its_runs_as_on_the_de
     # A worker started with --queues QUEUE says it is there, then takes a run.
     recorders.record_slot("pinned-host:1", [queue])
     with session_scope() as db:
+        cpu_slots = dispatch.slots_seen(db, "cpu")
         assert dispatch.slots_seen(db, queue) == 1
-        # Its start frees room on the queue it came from, not on the GPU type's.
+        # Its start frees room on the queue it came from, not on the GPU type's...
         assert submissions.mark_running(db, red_runs[0], "pinned-host:1") == queue
+    with session_scope() as db:
+        # ... and does not make it one of the GPU type's workers.
+        assert dispatch.slots_seen(db, "cpu") == cpu_slots
     grade(body, "Red", first, [{**passed(1e-3), "fingerprint": PIN}] * 2)
     grade(body, "Blue", first, [{**passed(2e-3), "fingerprint": {**PIN, "driver": "1"}}] * 2)
     shown = (await client.get(f"/api/v1/competitions/{name}/judging", headers=admin.headers)).json()
