@@ -710,7 +710,8 @@ def competition_judging(
             else f"no worker seen on it lately: start one with kerneljudge worker --queues "
             f"{body.queue}"
         )
-        typer.echo(f"  {waiting} runs wait on queue {body.queue!r} ({seen})")
+        runs = "1 run waits" if waiting == 1 else f"{waiting} runs wait"
+        typer.echo(f"  {runs} on queue {body.queue!r} ({seen})")
     for row in body.rows:
         typer.echo(
             f"  {row.team}: rank {row.rank_before} -> {row.rank_after}, total "
