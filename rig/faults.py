@@ -143,11 +143,14 @@ class Install:
     def __post_init__(self) -> None:
         self.database_url = self.env["KJ_DATABASE_URL"]
 
-    def start_worker(self) -> Worker:
+    def start_worker(self, queues: str | None = None) -> Worker:
+        """A grading worker on this host's device type's queue, or on ``queues`` (as
+        `kerneljudge worker --queues` takes them)."""
         self.started_workers += 1
         name = f"worker-{self.started_workers}"
         log = self.logs / f"{name}.log"
-        process = self.stack.enter_context(running(kerneljudge("worker"), self.env, log))
+        argv = kerneljudge("worker", *(["--queues", queues] if queues else []))
+        process = self.stack.enter_context(running(argv, self.env, log))
         worker = Worker(name, process, log)
         self.workers.append(worker)
         return worker

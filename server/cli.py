@@ -701,6 +701,17 @@ def competition_judging(
         f"judging {body.id} of {body.competition!r}: {body.status}, {body.graded} of "
         f"{body.total_runs} runs graded, K={body.runs}"
     )
+    waiting = body.total_runs - body.graded
+    if waiting:
+        seen = (
+            f"{body.queue_workers} grading slot{'s' if body.queue_workers != 1 else ''} seen "
+            "on it lately"
+            if body.queue_workers
+            else f"no worker seen on it lately: start one with kerneljudge worker --queues "
+            f"{body.queue}"
+        )
+        runs = "1 run waits" if waiting == 1 else f"{waiting} runs wait"
+        typer.echo(f"  {runs} on queue {body.queue!r} ({seen})")
     for row in body.rows:
         typer.echo(
             f"  {row.team}: rank {row.rank_before} -> {row.rank_after}, total "

@@ -606,6 +606,9 @@ class Competition(Base):
     # The worker fingerprint the final judging expects (schemas.Pin's fields given); None:
     # no pin.
     pin: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
+    # The queue its final judging's runs go to, taken by the workers of the pinned machines;
+    # None: the GPU type's queue.
+    judging_queue: Mapped[str | None] = mapped_column(NulFreeString(32), default=None)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -74,6 +74,7 @@ def detail(session: Session, competition: Competition, viewer: User | None) -> C
         final_runs=competition.final_runs,
         points_table=competition.points_table,
         pin=competition.pin,
+        judging_queue=competition.judging_queue,
         created_at=competition.created_at,
         updated_at=competition.updated_at,
         your_team=team_out(mine) if mine is not None else None,

@@ -5,8 +5,10 @@ then publish them as the final results or discard them.
 
 Rules: a judging starts only after the close, and only while no other is running or ready
 and none was published. Each run is a submission of its own (the entry's author, problem,
-code and GPU type, ``judging_id`` set), queued through the outbox like any: a worker that
-dies hands its job back, and a report recorded twice counts once (``record_report``).
+code and GPU type, ``judging_id`` set), queued through the outbox like any (on the
+competition's ``judging_queue`` where it names one, so that only its pinned machines grade
+it: ``run_queue``): a worker that dies hands its job back, and a report recorded twice
+counts once (``record_report``).
 Judging runs are on no board, no user page and no competition count. An entry counts in
 the judged standings only when all its K runs passed (one failure on fresh inputs is a
 wrong kernel); its score is their median, its sol fraction theirs. A judging is ``ready``
@@ -191,7 +193,7 @@ def start(session: Session, name: str, runs: int | None, actor: User | None) -> 
             original = session.get(Submission, entry.submission_id)
             assert original is not None
             for _ in range(k):
-                queue_run(session, judging, original, team_id=team_id)
+                queue_run(session, judging, original, team_id=team_id, competition=competition)
                 queued += 1
     audit.record(
         session,
@@ -211,10 +213,12 @@ def queue_run(
     *,
     team_id: int | None = None,
     version: int | None = None,
+    competition: Competition | None = None,
 ) -> Submission:
     """One run of a review set: the original's author, problem, code, mode and GPU type as a
     submission of its own (``judging_id`` set: on no board, no page, in no count), graded
-    against ``version`` (default the original's), queued through the outbox like any."""
+    against ``version`` (default the original's), queued through the outbox like any, on
+    the queue ``run_queue`` names for it in ``competition``."""
     run = Submission(
         user_id=original.user_id,
         problem_id=original.problem_id,
@@ -234,8 +238,19 @@ def queue_run(
             submission_id=run.id, judging_id=review.id, team_id=team_id, entry_id=original.id
         )
     )
-    jobs.enqueue(session, jobs.Job.GRADE, run.id, queue=run.gpu_type, mode=run.mode)
+    queue = run_queue(competition, run.gpu_type)
+    jobs.enqueue(session, jobs.Job.GRADE, run.id, queue=queue, mode=run.mode)
     return run
+
+
+def run_queue(competition: Competition | None, gpu_type: str) -> str:
+    """The queue a competition's review run on ``gpu_type`` goes to: its ``judging_queue``,
+    which the workers of the machines its pin names take, for a run on its own GPU type;
+    else the GPU type's queue. The run's GPU type stays its own: a worker grades it there
+    as it would on the GPU type's queue, and records the fingerprint its preview checks."""
+    if competition is not None and competition.judging_queue and gpu_type == competition.gpu_type:
+        return competition.judging_queue
+    return gpu_type
 
 
 def standing_entries(session: Session, competition: Competition) -> dict[int, dict[str, Entry]]:

@@ -18,6 +18,7 @@ from server.competitions.endpoints import CHANGE_ERRORS
 from server.deps import AdminUser, SessionDep, SettingsDep
 from server.errors import Forbidden, NotAuthenticated, NotFound, responses
 from server.models import Judging
+from server.outbox import dispatch
 
 router = APIRouter(prefix="/api/v1/competitions", tags=["competitions"])
 
@@ -64,12 +65,21 @@ class JudgingOut(BaseModel):
     total_runs: int
     created_at: str
     decided_at: str | None
+    queue: str = Field(
+        description="the queue its runs go to: the competition's judging_queue, else its GPU "
+        "type's; the workers taking it grade them"
+    )
+    queue_workers: int = Field(
+        description="grading slots seen on that queue in the last 10 minutes (none: its "
+        "waiting runs wait for a worker started with --queues QUEUE)"
+    )
     rows: list[JudgingRowOut] = Field(description="in the judged standings' order")
 
 
 def judging_body(session: Session, found: Judging) -> JudgingOut:
     shown = judging.preview(session, found)
     all_runs = [run for row in shown.rows for entry in row.entries for run in entry.runs]
+    queue = judging.run_queue(shown.competition, shown.competition.gpu_type)
     rows = []
     for row in shown.rows:
         before, after = row.before, row.after
@@ -108,6 +118,8 @@ def judging_body(session: Session, found: Judging) -> JudgingOut:
         total_runs=len(all_runs),
         created_at=found.created_at.isoformat(),
         decided_at=found.decided_at.isoformat() if found.decided_at is not None else None,
+        queue=queue,
+        queue_workers=dispatch.slots_seen(session, queue),
         rows=rows,
     )
 

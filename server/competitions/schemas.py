@@ -28,6 +28,12 @@ TEAM_NAME = re.compile(r"^[^\x00-\x1f\x7f/]{1,64}$")
 MAX_PROBLEMS = 50
 MAX_TEAM_SIZE = 100
 MAX_FINAL_RUNS = 20
+# A queue a worker takes jobs from (`kerneljudge worker --queues NAME`): no comma (the option
+# splits on them), and no longer than a worker's hello may name (server/worker/recorders.py).
+QUEUE_NAME = re.compile(r"^[a-z0-9]+(?:[-_][a-z0-9]+)*$")
+QUEUE_NAME_MAX = 32
+# The service's own queues, which grade nothing.
+SERVICE_QUEUES = ("results", "callbacks")
 
 
 class Phase(StrEnum):
@@ -114,6 +120,14 @@ class CompetitionFile(BaseModel):
         description="the worker fingerprint the final judging expects: its preview flags "
         "every run graded elsewhere",
     )
+    judging_queue: str | None = Field(
+        default=None,
+        max_length=QUEUE_NAME_MAX,
+        description="the queue the final judging's runs go to instead of the GPU type's: the "
+        "pinned machines' workers take it (`kerneljudge worker --queues NAME`); none: the GPU "
+        "type's queue",
+        examples=["h200-final"],
+    )
 
     @field_validator("name")
     @classmethod
@@ -134,6 +148,20 @@ class CompetitionFile(BaseModel):
     @classmethod
     def device_type(cls, gpu: str) -> str:
         return gpu.strip().lower()
+
+    @field_validator("judging_queue")
+    @classmethod
+    def queue_name(cls, queue: str | None) -> str | None:
+        if queue is None:
+            return None
+        if not QUEUE_NAME.match(queue):
+            raise ValueError(
+                f"{queue!r} cannot be a queue's name: use lowercase letters and digits, with "
+                "single hyphens or underscores between them (e.g. h200-final)"
+            )
+        if queue in SERVICE_QUEUES:
+            raise ValueError(f"{queue!r} is the service's own queue, which grades nothing")
+        return queue
 
     @field_validator("problems")
     @classmethod
@@ -264,6 +292,10 @@ class CompetitionOut(CompetitionSummary):
     final_runs: int
     points_table: list[float] | None
     pin: Pin | None = None
+    judging_queue: str | None = Field(
+        default=None,
+        description="the queue its final judging's runs go to (none: the GPU type's)",
+    )
     created_at: datetime
     updated_at: datetime
     your_team: TeamOut | None = Field(

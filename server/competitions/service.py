@@ -85,6 +85,7 @@ def file_of(competition: Competition) -> dict[str, Any]:
         final_runs=competition.final_runs,
         points_table=competition.points_table,
         pin=Pin.model_validate(competition.pin) if competition.pin is not None else None,
+        judging_queue=competition.judging_queue,
     ).model_dump(mode="json")
 
 
@@ -184,6 +185,7 @@ def apply_file(
     competition.team_size = file.team_size
     competition.final_runs = file.final_runs
     competition.pin = file.pin.model_dump(exclude_none=True) if file.pin is not None else None
+    competition.judging_queue = file.judging_queue
     competition.problems = [
         CompetitionProblem(
             problem=found[entry.name],

@@ -129,25 +129,28 @@ def in_flight(session: Session, queue: str) -> tuple[int, int]:
 
 
 def workers_seen(session: Session, queue: str) -> int:
-    """The grading slots on `queue` seen lately (at least one): those that said they are
+    """The grading slots on `queue` seen lately (at least one, read again every few
+    seconds): `slots_seen`."""
+    return max(1, _memos.get(("workers", queue), WORKERS_TTL_S, lambda: slots_seen(session, queue)))
+
+
+def slots_seen(session: Session, queue: str) -> int:
+    """The grading slots on `queue` seen within `WORKERS_SEEN_FOR`: those that said they are
     there (server/worker/gpu.py, as each pool process starts and every few minutes after)
-    and those that started a job."""
-
-    def count() -> int:
-        since = utcnow() - WORKERS_SEEN_FOR
-        slots = union(
-            select(GradingSlot.worker).where(
-                GradingSlot.queue == queue, GradingSlot.seen_at >= since
-            ),
-            select(Submission.worker).where(
-                Submission.gpu_type == queue,
-                Submission.started_at >= since,
-                Submission.worker.is_not(None),
-            ),
-        ).subquery()
-        return int(session.scalar(select(func.count()).select_from(slots)) or 0)
-
-    return max(1, int(_memos.get(("workers", queue), WORKERS_TTL_S, count)))
+    and those that started a submission of its device type. A review set's run is left out
+    of the second: it may have come from a competition's judging queue, whose slots are not
+    the device type's (they say where they are all the same)."""
+    since = utcnow() - WORKERS_SEEN_FOR
+    slots = union(
+        select(GradingSlot.worker).where(GradingSlot.queue == queue, GradingSlot.seen_at >= since),
+        select(Submission.worker).where(
+            Submission.gpu_type == queue,
+            Submission.started_at >= since,
+            Submission.worker.is_not(None),
+            Submission.judging_id.is_(None),
+        ),
+    ).subquery()
+    return int(session.scalar(select(func.count()).select_from(slots)) or 0)
 
 
 def slot_seen(session: Session, worker: str, queues: Sequence[str]) -> None:

@@ -128,6 +128,16 @@ def done(session: Session, job: Job, subject_id: int) -> None:
     session.execute(_undone(job, subject_id).values(done_at=utcnow()))
 
 
+def queue_of(session: Session, job: Job, subject_id: int) -> str | None:
+    """The queue the subject's latest message for `job` went to (None: no message kept)."""
+    return session.scalar(
+        select(OutboxMessage.queue)
+        .where(OutboxMessage.job == job.value, OutboxMessage.subject_id == subject_id)
+        .order_by(OutboxMessage.id.desc())
+        .limit(1)
+    )
+
+
 def _undone(job: Job, subject_id: int) -> Update:
     """An update of the subject's message for `job`, unless its result is recorded."""
     return update(OutboxMessage).where(

@@ -29,7 +29,7 @@ from server.competitions.judging import READY, Kind, Stored, queue_run, settle, 
 from server.errors import BadRequest, Conflict, NotFound
 from server.leaderboards import upkeep
 from server.leaderboards.repository import is_ranked
-from server.models import Judging, Submission, User, utcnow
+from server.models import Competition, Judging, Submission, User, utcnow
 from server.problems import repository as problem_repository
 from server.rejudges import repository
 from server.settings import Settings
@@ -117,11 +117,17 @@ class Preview:
 
 
 def start(
-    session: Session, settings: Settings, selection: Selection, actor: User | None
+    session: Session,
+    settings: Settings,
+    selection: Selection,
+    actor: User | None,
+    competition: Competition | None = None,
 ) -> tuple[Judging, int]:
     """A new rejudge of the submissions ``selection`` matches, each queued once; the rejudge
-    and how many. A bad filter, an empty selection or one over the cap is a BadRequest (422)
-    naming what is wrong; audited as ``rejudge.start``."""
+    and how many. Started from a competition's review page (``competition``), its runs on
+    the competition's GPU type go to its ``judging_queue`` where it names one. A bad filter,
+    an empty selection or one over the cap is a BadRequest (422) naming what is wrong;
+    audited as ``rejudge.start``."""
     given = selection.given()
     if not given:
         raise BadRequest(f"choose at least one filter: {', '.join(FILTERS)}")
@@ -193,7 +199,9 @@ def start(
     session.add(rejudge)
     session.flush()
     for original in repository.selected(session, conditions):
-        queue_run(session, rejudge, original, version=original.problem.version)
+        queue_run(
+            session, rejudge, original, version=original.problem.version, competition=competition
+        )
     audited(session, actor, rejudge, "rejudge.start", {"selection": given, "submissions": found})
     return rejudge, found
 

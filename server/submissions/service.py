@@ -396,7 +396,8 @@ def moderate(
             session,
             jobs.Job.GRADE,
             submission.id,
-            queue=submission.gpu_type,
+            # Where it was graded before: a final judging's run stays on its pinned workers.
+            queue=graded_on(session, submission),
             user_id=submission.user_id,
             mode=submission.mode,
         )
@@ -496,7 +497,7 @@ def reset_for_rerun(submission: Submission) -> None:
 
 
 def mark_running(session: Session, submission_id: int, worker: str) -> str | None:
-    """A worker started grading it; the device queue it left, which has room now."""
+    """A worker started grading it; the queue it left, which has room now."""
     submission = repository.get_submission(session, submission_id, for_update=True)
     if submission is None:
         return None
@@ -505,7 +506,7 @@ def mark_running(session: Session, submission_id: int, worker: str) -> str | Non
         submission.status = Status.RUNNING
         submission.started_at = utcnow()
         submission.worker = worker
-    return submission.gpu_type
+    return graded_on(session, submission)
 
 
 def record_progress(session: Session, submission_id: int, progress: Progress) -> bool:
@@ -552,9 +553,15 @@ def error_class_of(submission: Submission) -> ErrorClass | None:
 
 
 def queue_of(session: Session, submission_id: int) -> str | None:
-    """The device queue a submission is graded on."""
+    """The queue a submission is graded from."""
     submission = session.get(Submission, submission_id)
-    return submission.gpu_type if submission is not None else None
+    return graded_on(session, submission) if submission is not None else None
+
+
+def graded_on(session: Session, submission: Submission) -> str:
+    """The queue its grading was sent to: its device type's, or a competition's judging
+    queue (server/competitions/judging.py's ``run_queue``)."""
+    return jobs.queue_of(session, jobs.Job.GRADE, submission.id) or submission.gpu_type
 
 
 def record_report(session: Session, submission_id: int, report: Report, worker: str) -> bool:

@@ -171,7 +171,9 @@ def start_rejudge(name: str, page: AdminPage, form: PostedForm) -> HTMLResponse 
             since=competition.opens_at if while_open else None,
             until=competition.closes_at if while_open else None,
         )
-        started, count = rejudges.start(page.session, page.settings, selection, page.viewer)
+        started, count = rejudges.start(
+            page.session, page.settings, selection, page.viewer, competition
+        )
         return f"Rejudge {started.id} started: {count} submissions are graded again."
 
     values = {"problem": problem, "status": status, "while_open": "on" if while_open else ""}

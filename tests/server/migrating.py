@@ -11,10 +11,9 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection, Engine, MetaData, Table, create_engine, inspect, text
-from sqlalchemy.orm import Session
 
 from server.db import alembic_config
-from server.models import Competition, CompetitionProblem, Team, utcnow
+from server.models import utcnow
 
 
 @contextmanager
@@ -52,28 +51,36 @@ def add_vectoradd(engine: Engine) -> None:
         )
 
 
-def sprint(now: datetime) -> Competition:
-    """A one-problem competition (on problem 1) open for a day, on the CPU, one member a
-    team."""
-    return Competition(
-        name="sprint", title="Sprint", gpu_type="cpu", opens_at=now,
-        closes_at=now + timedelta(days=1), scoring="rank_points", team_size=1,
-        final_runs=5, problems=[CompetitionProblem(problem_id=1, position=0)],
-    )  # fmt: skip
-
-
 def add_sprint(engine: Engine, now: datetime, *, teams: Collection[str] = ()) -> None:
-    """User 1 (ada), problem 1 (vectoradd) and competition 1 (the sprint) on it, with a team
-    of each of these names."""
+    """User 1 (ada), problem 1 (vectoradd) and competition 1 (a one-problem sprint on it, open
+    for a day on the CPU, one member a team) with a team of each of these names, as the
+    competitions tables have held them since revision 0017."""
     add_vectoradd(engine)
     add_users(engine, "ada")
-    with Session(engine) as db:
-        competition = sprint(now)
-        db.add(competition)
-        db.flush()
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO competitions (name, title, description, gpu_type, opens_at, "
+                "closes_at, scoring, team_size, final_runs, created_at, updated_at) VALUES "
+                "('sprint', 'Sprint', '', 'cpu', :now, :closes, 'rank_points', 1, 5, :now, "
+                ":now)"
+            ),
+            {"now": now, "closes": now + timedelta(days=1)},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO competition_problems (competition_id, problem_id, position, "
+                "weight) VALUES (1, 1, 0, 1.0)"
+            )
+        )
         for name in teams:
-            db.add(Team(competition_id=competition.id, name=name, invite_code=name[0] * 22))
-        db.commit()
+            connection.execute(
+                text(
+                    "INSERT INTO teams (competition_id, name, invite_code, created_at) "
+                    "VALUES (1, :name, :code, :now)"
+                ),
+                {"name": name, "code": name[0] * 22, "now": now},
+            )
 
 
 def add_users(engine: Engine, *names: str, admins: Collection[str] = ()) -> None:
