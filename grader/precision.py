@@ -14,6 +14,8 @@ MAX_SAMPLES = 1000
 # is known well enough even where the spread keeps the standard error above its target.
 RANKED_MAX_SAMPLES = 100
 TARGET_REL_SEM = 0.005
+# Halving a mean's standard error takes four times the samples, and about four times the time.
+THOROUGH_FACTOR = 4
 
 
 class Precision(StrEnum):
@@ -58,6 +60,3 @@ class Precision(StrEnum):
         """What a grading's time limit grows by: the longer budgets of `cases` cases, each
         spent twice at most (the runner's samples, then the harness's own clock)."""
         return 2 * (self.budget_s(case_budget_s) - case_budget_s) * cases
-
-
-THOROUGH_FACTOR = 4
