@@ -18,6 +18,7 @@ import torch
 from grader.check import wrong_output
 from grader.expected import CaseSetup, ProblemSide
 from grader.plausibility import label
+from grader.precision import Precision
 from grader.report import Status, Stop
 from grader.session import Overheads, RunnerSession
 from grader.shared import Slab, aligned
@@ -75,7 +76,9 @@ FIRST_REPEAT = 1_000_000
 WINDOW_TOLERANCE = 0.02
 WINDOW_SLACK_S = 2e-6
 # A round of windows lasts about WINDOWS_S, within WINDOWS windows and WINDOWS_MAX_BYTES
-# (or a third of the device's free memory).
+# (or a third of the device's free memory); at a thorough precision, its factor times as long
+# and as many windows at most, so a round's mean has a smaller standard error while the
+# figure is still the fastest of MIN_BATCHES rounds.
 WINDOWS_S = 0.05
 WINDOWS = (10, 200)
 WINDOWS_MAX_BYTES = 24 << 30
@@ -284,6 +287,7 @@ class Windows(_CaseCalls):
     Outputs are read from copies the harness's stream makes right after the last window, so
     work finished later does not pass either."""
 
+    precision: Precision = Precision.STANDARD
     spare: int = field(default=ARENA_SPARE_BYTES, init=False)
     _staged: _WindowSets | None = field(default=None, init=False)
 
@@ -298,7 +302,7 @@ class Windows(_CaseCalls):
         call_s = self.session.overheads.window_call_s
         pilot_mean = self.run(1, warm=0)
         pilot = call_s(pilot_mean)
-        count = window_count(pilot, self.layout, self.session.overheads.window_s)
+        count = window_count(pilot, self.layout, self.session.overheads.window_s, self.precision)
         fit = window_memory() // (3 * self.layout.set_bytes)
         long_call = pilot >= LONG_CALL_S
         warm = 0 if long_call else max(0, min(WARM_WINDOWS, fit - count))
@@ -397,14 +401,16 @@ class _WindowSets:
     arena_seen: Slab  # the arena as the last window left it
 
 
-def window_count(pilot_s: float, layout: Layout, window_s: float) -> int:
-    """Windows counted in a round: about WINDOWS_S of them, within WINDOWS and the memory a
-    round may take (its sets three times over: the slab, the harness's image and the copy
-    read back)."""
+def window_count(
+    pilot_s: float, layout: Layout, window_s: float, precision: Precision = Precision.STANDARD
+) -> int:
+    """Windows counted in a round: about WINDOWS_S of them (times the precision's factor),
+    within WINDOWS (the most times that factor) and the memory a round may take (its sets
+    three times over: the slab, the harness's image and the copy read back)."""
     if pilot_s >= LONG_CALL_S:
         return 1
-    count = int(WINDOWS_S / max(pilot_s + window_s, 1e-6))
-    count = max(WINDOWS[0], min(WINDOWS[1], count))
+    count = int(precision.factor * WINDOWS_S / max(pilot_s + window_s, 1e-6))
+    count = max(WINDOWS[0], min(precision.scaled(WINDOWS[1]), count))
     return max(1, min(count, window_memory() // (3 * layout.set_bytes)))
 
 

@@ -51,15 +51,9 @@ from grader.requirements import shortfall
 from grader.screen import screen as screen_source
 from grader.session import RunnerSession, Standby
 from grader.staging import Layout, Sets
-from grader.timing import (
-    MAX_SAMPLES,
-    RANKED_MAX_SAMPLES,
-    enough_samples,
-    geometric_mean,
-    summarize,
-)
+from grader.timing import Precision, enough_samples, geometric_mean, summarize
 
-__all__ = ["CUDA_ONLY", "DEVICES", "MODES", "Standby", "grade"]
+__all__ = ["CUDA_ONLY", "DEVICES", "MODES", "Precision", "Standby", "grade"]
 
 # The runner's timed calls take at most this share of a case's timing budget; the harness's
 # batches get the rest.
@@ -88,6 +82,7 @@ def grade(
     screen: bool = True,
     nonce: int | None = None,
     standby: Standby | None = None,
+    precision: Precision | str = Precision.STANDARD,
 ) -> Report:
     """Grade `code` (the text of submission.py) on `problem` and return the report.
 
@@ -111,12 +106,17 @@ def grade(
     `nonce`: mixed into the secret seed in leaderboard mode so that no two gradings share a
     ranked input; drawn from the operating system for each grading when missing, and kept
     only in this process (the runner cannot read it, the report does not carry it). Tests
-    fix it to show what a repeat would allow."""
+    fix it to show what a repeat would allow.
+
+    `precision`: how long benchmark cases are timed (grader/precision.py): `thorough` takes
+    more samples to a smaller standard error, in a longer budget per case and a longer time
+    limit (where `timeout_s` is not given); the checks are the same."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     mode = Mode(mode)
     if device not in DEVICES:
         raise ValueError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
+    precision = Precision(precision)
     if problem.multi_gpu:
         # Several ranks, a trusted reference group, the harness's clock per rank: its own path.
         from grader.rankharness import grade_ranks
@@ -133,6 +133,7 @@ def grade(
             memory_bytes=memory_bytes,
             screen=screen,
             on_progress=on_progress,
+            precision=precision,
         )
     info = detect_device(device)
     if peaks is None and mode != Mode.TEST:
@@ -152,7 +153,8 @@ def grade(
         )
         grading = _Grading(problem, code, mode, info, ranked_seed, report, on_progress, peaks)
         grading.ncu, grading.why_not_ncu = ncu, why_not_ncu
-        grading.total_limit_s = timeout_s or problem.timeout_for(mode)
+        grading.precision = precision
+        grading.total_limit_s = timeout_s or problem.timeout_for(mode, precision)
         grading.enforce_floor = info.kind == "cuda" if enforce_floor is None else enforce_floor
         grading.isolate, grading.memory_bytes = isolate, memory_bytes
         if grading.has_requirements() and (not screen or grading.screen()):
@@ -305,6 +307,7 @@ class _Grading:
         self.enforce_floor = False
         self.isolate = True
         self.memory_bytes: int | None = None
+        self.precision = Precision.STANDARD
         self.code = code
         self.mode = mode
         self.kind = info.kind
@@ -526,7 +529,8 @@ class _Grading:
 
     def _budget(self) -> float:
         end = min(self.deadline, self.started + self.total_limit_s)
-        return max(0.0, min(self.problem.case_time_budget_s, end - time.monotonic()))
+        budget = self.precision.budget_s(self.problem.case_time_budget_s)
+        return max(0.0, min(budget, end - time.monotonic()))
 
     def _time_benchmark(
         self,
@@ -544,12 +548,13 @@ class _Grading:
             "slab": slab_id,
             "set": 0,
             "budget_s": self._budget() * RUNNER_SHARE,
-            "max_samples": MAX_SAMPLES,
+            "max_samples": self.precision.max_samples,
+            "precision": self.precision.value,
             "poison": sorted(setup.written),
         }
         exchange = session.request(request)
         reply = exchange.reply
-        samples = _reported_samples(reply, MAX_SAMPLES)
+        samples = _reported_samples(reply, self.precision.max_samples)
         paused = replies.number(reply.get("paused_s"), high=exchange.wall_s)
         if paused is not None:
             # As the runner tells it; within the timed calls' phase, for a reader only.
@@ -581,7 +586,7 @@ class _Grading:
         walls: list[float] = []
         clocks: list[float] = []
         budget_ends = time.monotonic() + self._budget() * RUNNER_SHARE
-        for repeat in range(1, RANKED_MAX_SAMPLES + 1):
+        for repeat in range(1, self.precision.ranked_max_samples + 1):
             fresh = self.side.generate(case, repeat)
             self._write(sets, fresh, setup.written)
             exchange = session.request({"op": "time_one", "slab": slab_id, "set": 0})
@@ -593,7 +598,7 @@ class _Grading:
             failure = self._wrong(case, fresh, sets.output(0, exchange.reply.get("output")))
             if failure:
                 raise Stop(Status.FAILED, failure + f" (timed call {repeat})")
-            if enough_samples(samples) or time.monotonic() > budget_ends:
+            if enough_samples(samples, self.precision) or time.monotonic() > budget_ends:
                 break
         plausibility.check_claims(_label(case), samples, sum(walls))
         result.time = summarize(samples, statistics.median(clocks) if clocks else None)
@@ -622,7 +627,9 @@ class _Grading:
             # The harness's windows rank: the fastest round's mean (grader/clock.py), the
             # rounds' spread its distribution. The runner's own figures stay beside them in
             # `runner_time`.
-            windows = clock.Windows(self.side, session, setup, layout, self.problem.tolerance)
+            windows = clock.Windows(
+                self.side, session, setup, layout, self.problem.tolerance, self.precision
+            )
             measured = windows.measure(budget_ends)
             floor_s = clock.window_floor(measured.fastest_s)
             result.runner_time = RunnerTime.of(reported)

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from grader import kernelbench, requirements
+from grader.precision import Precision
 from grader.report import Mode
 from grader.requirements import Requirements
 
@@ -140,15 +141,19 @@ class Problem:
             return self.validated_test_cases_timeout
         return TEST_CASES_FLOOR_S
 
-    def timeout_for(self, mode: str) -> float:
-        """Wall-clock limit of a whole grading in this mode, compilation included."""
+    def timeout_for(self, mode: str, precision: Precision = Precision.STANDARD) -> float:
+        """Wall-clock limit of a whole grading in this mode, compilation included; in the
+        timed modes, longer by what a precision's longer case budgets take."""
         limits: dict[str, float] = {
             Mode.TEST: self.test_timeout,
             Mode.BENCHMARK: self.benchmark_timeout,
             Mode.LEADERBOARD: self.ranked_timeout,
             Mode.PROFILE: self.benchmark_timeout,
         }
-        return limits[mode]
+        if mode not in (Mode.BENCHMARK, Mode.LEADERBOARD):
+            return limits[mode]
+        cases = max(len(self.benchmarks), len(self.benchmarks_for("cpu")))
+        return limits[mode] + precision.extra_time_s(self.case_time_budget_s, cases)
 
     @property
     def ranking_by(self) -> str:

@@ -23,6 +23,7 @@ from grader import inputs, replies
 from grader.device import detect_device, fingerprint
 from grader.harness import MESSAGE_CAP
 from grader.plausibility import label
+from grader.precision import Precision
 from grader.problem import Problem
 from grader.rankreference import ReferenceGroup
 from grader.ranksession import RankOutcome, RankSession, verdict
@@ -88,6 +89,7 @@ def grade_ranks(
     memory_bytes: int | None = None,
     screen: bool = True,
     on_progress: Any = None,
+    precision: Precision = Precision.STANDARD,
 ) -> Report:
     """grade() for a problem whose cases span several ranks (see the module's docstring)."""
     started = time.monotonic()
@@ -120,7 +122,8 @@ def grade_ranks(
             return report
     ranked = inputs.ranked_seed(secret_seed, nonce) if mode == Mode.LEADERBOARD else None
     grading = _RankGrading(problem, code, mode, report, ranked, on_progress)
-    grading.limit_s = timeout_s or problem.timeout_for(mode)
+    grading.precision = precision
+    grading.limit_s = timeout_s or problem.timeout_for(mode, precision)
     with tempfile.TemporaryDirectory(prefix="kj-grade-ranks-") as root:
         grading.run(Path(root), isolate, memory_bytes)
     report.wall_s = time.monotonic() - started
@@ -145,6 +148,7 @@ class _RankGrading:
         self.fresh_seed = ranked_seed if ranked_seed is not None else inputs.ranked_seed(None)
         self.on_progress = on_progress
         self.limit_s = problem.timeout_for(mode)
+        self.precision = Precision.STANDARD
         self.started = time.monotonic()
 
     @property
@@ -276,8 +280,8 @@ class _RankGrading:
         own: list[list[float]] = [[] for _ in range(case["world_size"])]
         scores: list[float] = []
         skews: list[float] = []
-        budget_ends = time.monotonic() + self.problem.case_time_budget_s
-        for repeat in range(1, MAX_TIMED_CALLS + 1):
+        budget_ends = time.monotonic() + self.precision.budget_s(self.problem.case_time_budget_s)
+        for repeat in range(1, self.precision.scaled(MAX_TIMED_CALLS) + 1):
             what = f"case {label(case)} (timed call {repeat})"
             figures, outcomes, failure = self._call(session, reference, case, repeat, what)
             if failure:
@@ -289,7 +293,7 @@ class _RankGrading:
                     own[outcome.rank].append(claimed)
             scores.append(max(figures))
             skews.append(max(figures) - min(figures))
-            if repeat >= MIN_TIMED_CALLS and time.monotonic() > budget_ends:
+            if repeat >= self.precision.scaled(MIN_TIMED_CALLS) and time.monotonic() > budget_ends:
                 break
         if statistics.median(scores) <= 0:
             raise Stop(Status.REJECTED, f"case {label(case)}: a median time of zero is impossible")

@@ -31,7 +31,7 @@ from grader.gate import DONE, GO, QUEUED, Arena, StreamOps
 from grader.profiling import profile_calls, profile_calls_for_ncu
 from grader.protocol import ChannelClosed, recv_fd, recv_message, send_message
 from grader.staging import ARENA, Layout, Sets
-from grader.timing import DEFAULT_CASE_BUDGET_S, MAX_SAMPLES, Timer
+from grader.timing import DEFAULT_CASE_BUDGET_S, MAX_SAMPLES, Precision, Timer
 
 # Requests whose outputs another process reads once this one replies (a GPU's work is
 # finished first).
@@ -372,6 +372,7 @@ class Runner:
                 budget_s=float(request.get("budget_s", DEFAULT_CASE_BUDGET_S)),
                 max_samples=int(request.get("max_samples", MAX_SAMPLES)),
                 poison_paths=[str(path) for path in request.get("poison", [])],
+                precision=Precision(request.get("precision", Precision.STANDARD)),
             )
             return {
                 "ok": True,

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from grader.inputs import poison
+from grader.precision import MAX_SAMPLES, Precision
 from grader.report import CaseTime
 
 WARMUP_MIN_S = 0.2
@@ -23,13 +24,6 @@ WARMUP_MIN_CALLS = 3
 # the allocator as the next call finds them. More would only spend the grading's time
 # (GPU MODE's eigh_py: 8 s a call on its 640-matrix cases, three warm-up calls a case).
 WARMUP_LONG_CALL_S = 1.0
-# A median and a spread a ranking can stand on; sampling goes on to the standard error target.
-MIN_SAMPLES = 30
-MAX_SAMPLES = 1000
-# Leaderboard mode makes and checks fresh inputs for every sample; past this many its median
-# is known well enough even where the spread keeps the standard error above its target.
-RANKED_MAX_SAMPLES = 100
-TARGET_REL_SEM = 0.005
 DEFAULT_CASE_BUDGET_S = 10.0
 _MIN_FLUSH_BYTES = 128 << 20
 # GPU clock cycles of busy-waiting queued before each timed call (about 100 µs at 2 GHz):
@@ -108,8 +102,9 @@ def rel_sem(samples: list[float]) -> float:
     return statistics.stdev(samples) / math.sqrt(len(samples)) / mean
 
 
-def enough_samples(samples: list[float]) -> bool:
-    return len(samples) >= MIN_SAMPLES and rel_sem(samples) < TARGET_REL_SEM
+def enough_samples(samples: list[float], precision: Precision = Precision.STANDARD) -> bool:
+    """Whether sampling may stop: the precision's least count, and its standard error."""
+    return len(samples) >= precision.min_samples and rel_sem(samples) < precision.target_rel_sem
 
 
 def _percentile(sorted_samples: list[float], q: float) -> float:
@@ -220,8 +215,10 @@ class Timer:
         budget_s: float = DEFAULT_CASE_BUDGET_S,
         max_samples: int = MAX_SAMPLES,
         poison_paths: list[str] | None = None,
+        precision: Precision = Precision.STANDARD,
     ) -> tuple[Samples, Any]:
-        """Warm up, then sample until the mean is known to 0.5% or the budget runs out."""
+        """Warm up, then sample until the mean is known to the precision's target (0.5%
+        standard) or the budget runs out."""
         started = time.perf_counter()
         self.warm_up(fn, data)
         if self._flush is not None:
@@ -243,7 +240,7 @@ class Timer:
             clock = self.sm_clock_mhz()
             if clock is not None:
                 clocks.append(clock)
-            if enough_samples(seconds) or time.perf_counter() - started > budget_s:
+            if enough_samples(seconds, precision) or time.perf_counter() - started > budget_s:
                 break
         median_clock = statistics.median(clocks) if clocks else None
         wall = time.perf_counter() - started

@@ -7,6 +7,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from grader.precision import Precision
 from grader.report import ErrorClass, Mode, Status
 from server.batches.targets import MAX_URL_CHARS, Refused, host_and_port
 from server.problems.schemas import SpeedupOut
@@ -14,11 +15,19 @@ from server.problems.schemas import SpeedupOut
 
 class Tier(StrEnum):
     """How a batch is graded: quick grades test mode only (correctness on the public test
-    cases); standard grades each item in its own mode; thorough is graded as standard today."""
+    cases); standard grades each item in its own mode; thorough grades each item in its own
+    mode too, and times a benchmark or leaderboard item at the thorough precision
+    (grader/precision.py: four times the samples, half the standard error, four times each
+    case's time budget), with the same checks. The worker is told the precision in the
+    grading's job, read from the item's batch when the job is sent."""
 
     QUICK = "quick"
     STANDARD = "standard"
     THOROUGH = "thorough"
+
+    @property
+    def precision(self) -> Precision:
+        return Precision.THOROUGH if self is Tier.THOROUGH else Precision.STANDARD
 
 
 class BatchStatus(StrEnum):

@@ -1,6 +1,7 @@
 """What a grading worker is sent for a submission, built when its job is sent: the
-problem's files and the code to grade, the limits, and the secret seed of a ranked run.
-The submissions service registers it with the outbox (`MESSAGES`)."""
+problem's files and the code to grade, the limits, the secret seed of a ranked run, and the
+precision its cases are timed at (thorough for an item of a thorough batch). The
+submissions service registers it with the outbox (`MESSAGES`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.orm import Session, selectinload
+from sqlalchemy.orm import Session, object_session, selectinload
 
+from grader.precision import Precision
 from grader.report import TERMINAL_STATUSES, Mode
+from server.batches import repository as batches
+from server.batches.schemas import Tier
 from server.models import Submission
 from server.outbox import jobs
 from server.problems.loaded import loaded, problem_files
@@ -43,15 +47,27 @@ def grading(session: Session, submission_id: int, settings: Settings) -> list[An
     return [submission.id, grading_payload(submission, settings)]
 
 
+def precision_of(submission: Submission) -> Precision:
+    """How finely its cases are timed: as its batch's tier says, standard when sent alone."""
+    if submission.batch_id is None:
+        return Precision.STANDARD
+    session = object_session(submission)
+    assert session is not None, "a batch item's precision is read from its session"
+    batch = batches.get_batch(session, submission.batch_id)
+    return Tier(batch.tier).precision if batch is not None else Precision.STANDARD
+
+
 def grading_payload(submission: Submission, settings: Settings) -> dict[str, Any]:
     problem = submission.problem
-    limit = loaded(problem).timeout_for(submission.mode)
+    precision = precision_of(submission)
+    limit = loaded(problem).timeout_for(submission.mode, precision)
     return {
         "problem": problem_files(problem),
         "code": submission.code,
         "mode": submission.mode,
         "secret_seed": problem.secret_seed if submission.mode == Mode.LEADERBOARD else None,
         "timeout_s": min(limit, settings.grading_timeout_s),
+        "precision": precision.value,
         # Test mode's short limit as the device type's validation derived it, if it did.
         "test_cases_timeout_s": (problem.test_cases_timeouts or {}).get(submission.gpu_type),
     }
@@ -62,7 +78,8 @@ def grading_time_limit_s(session: Session, submission_id: int, settings: Setting
     submission = session.get(Submission, submission_id)
     if submission is None:
         return settings.grading_timeout_s
-    return min(loaded(submission.problem).timeout_for(submission.mode), settings.grading_timeout_s)
+    limit = loaded(submission.problem).timeout_for(submission.mode, precision_of(submission))
+    return min(limit, settings.grading_timeout_s)
 
 
 MESSAGES = jobs.Messages(args=grading, time_limit_s=grading_time_limit_s, preload=preload)

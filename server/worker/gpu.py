@@ -24,7 +24,7 @@ from celery.signals import worker_process_init, worker_process_shutdown
 from kombu.exceptions import OperationalError as KombuOperationalError
 
 from grader.baselines import time_baselines
-from grader.harness import Standby
+from grader.harness import Precision, Standby
 from grader.harness import grade as grade_submission
 from grader.hygiene import wait_until_clean
 from grader.problem import Problem, problem_from_files
@@ -139,6 +139,8 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
                 secret_seed=payload.get("secret_seed"),
                 timeout_s=payload.get("timeout_s"),
                 on_progress=progress,
+                # A job that names no precision (an older server sent it) is timed standard.
+                precision=payload.get("precision", Precision.STANDARD),
                 **machine(worker),
             )
         files.update(graded.contents)
