@@ -73,7 +73,9 @@ async def test_the_judging_runs_are_enqueued_on_the_judging_queue_if_named(
     started = await judge(client, admin, name, runs=2)
     assert started.status_code == 201, started.text
     body = started.json()
-    assert body["queue"] == expected and body["queue_workers"] == 0
+    assert body["queue"] == expected
+    if named:  # a queue of its own: no worker has been seen on it (other tests run cpu ones)
+        assert body["queue_workers"] == 0
     runs = all_runs(body["id"])
     assert len(runs) == 8
     # The run stays the competition's GPU type: graded and recorded as one of it.
