@@ -2,7 +2,7 @@
 Without chromium or Playwright the tests skip, and with CI=true they fail instead.
 
 Playwright's sync API keeps an asyncio loop running in this thread while it is open, so it
-is opened per module and closed before the rest of the suite's async tests run."""
+is opened once for this package and closed before the rest of the suite's async tests run."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield running
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     require_browser()
     from playwright.sync_api import sync_playwright

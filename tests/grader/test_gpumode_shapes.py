@@ -181,18 +181,6 @@ def statuses(report: dict) -> dict[str, tuple[str, str]]:
 
 # -- an output buffer of another dtype than the reference's result ----------------------------
 
-
-def test_a_float32_buffer_beside_a_float64_result_validates_as_its_folders_promise(
-    tmp_path: Path,
-) -> None:
-    """GPU MODE's prefixsum: its own correct solution was refused for writing the buffer."""
-    folder = scan_folder(tmp_path)
-    report = validate(load_problem(folder), example_solutions(folder), device="cpu").to_dict()
-    assert report["status"] == "passed", report["message"]
-    assert statuses(report)["solutions/correct/ref.py"] == ("ok", "passed")
-    assert statuses(report)["solutions/wrong/empty.py"] == ("ok", "failed")
-
-
 # pmpp/vectorsum_py's solutions/wrong/cheat.py: right at test sizes, 1% off at benchmark ones.
 SCAN_CHEAT = """\
 import torch
@@ -206,12 +194,30 @@ def custom_kernel(data):
 """
 
 
-def test_a_wrong_solution_that_is_right_only_at_test_sizes_fails_validation_as_promised(
-    tmp_path: Path,
-) -> None:
-    folder = scan_folder(tmp_path)
+@pytest.fixture(scope="module")
+def scan_validation(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The scan folder validated once with GPU MODE's three kinds of example solution: its
+    correct one, an empty one and the cheat (a validation grades each in turn, so one
+    validation of the three asks what two validations of part of them would)."""
+    folder = scan_folder(tmp_path_factory.mktemp("scan"))
     (folder / "solutions/wrong/cheat.py").write_text(SCAN_CHEAT)
-    report = validate(load_problem(folder), example_solutions(folder), device="cpu").to_dict()
+    return validate(load_problem(folder), example_solutions(folder), device="cpu").to_dict()
+
+
+def test_a_float32_buffer_beside_a_float64_result_validates_as_its_folders_promise(
+    scan_validation: dict,
+) -> None:
+    """GPU MODE's prefixsum: its own correct solution was refused for writing the buffer."""
+    report = scan_validation
+    assert report["status"] == "passed", report["message"]
+    assert statuses(report)["solutions/correct/ref.py"] == ("ok", "passed")
+    assert statuses(report)["solutions/wrong/empty.py"] == ("ok", "failed")
+
+
+def test_a_wrong_solution_that_is_right_only_at_test_sizes_fails_validation_as_promised(
+    scan_validation: dict,
+) -> None:
+    report = scan_validation
     assert report["status"] == "passed", report["message"]
     cheat = next(c for c in report["checks"] if c["name"] == "solutions/wrong/cheat.py")
     assert (cheat["outcome"], cheat["status"]) == ("ok", "failed")

@@ -10,7 +10,7 @@ from rig.cluster import ServiceUnavailable, postgres_bin
 from tests.services import service_missing
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def server_binaries() -> None:
     """PostgreSQL's and Redis's binaries, for tests that start their own servers: skipped
     without them (a failure in CI)."""
