@@ -102,7 +102,7 @@ def test_the_submit_page_edits_python_with_its_problems_template(page: Page, sit
     """The code field is an editor: the chosen problem's template to start from, Python
     highlighted, Tab moving the focus through it and never changing the code, Ctrl+]
     indenting, and what it holds is what the form posts; on a phone too."""
-    sign_up(page, site, "eve", "eve-password")
+    sign_up(page, site, "editor-eve", "editor-eve-password")  # eve enters the whole competition
     page.set_viewport_size({"width": 390, "height": 844})
     page.goto(site.url("/submit"))
     page.locator("#problem").select_option("vectoradd")

@@ -1,5 +1,5 @@
 """A whole competition on the embedded install, as its organizer and competitors live it:
-the organizer adds it over the REST API (no admin page adds competitions yet), competitors sign up
+the organizer adds it on the admin page from its file, competitors sign up
 and submit through the pages (teams are formed over the REST API: no page forms them yet),
 the board freezes and closes, the final judging is started, previewed and published on the
 command line (no page for it yet), and the standings page shows the final results, as
@@ -104,12 +104,14 @@ def test_a_whole_competition_from_its_file_to_the_final_standings(
         sign_up(pages[user], site, user, f"{user}-password")
         tokens[user] = new_token(pages[user], site, user)
 
-    # The organizer's token, from their account page; no page adds a competition yet.
+    # The organizer pastes the competition's file into the admin page.
     admin = browser.new_context().new_page()
     log_in(admin, site, ADMIN_NAME, ADMIN_PASSWORD)
-    admin_token = new_token(admin, site, ADMIN_NAME)
     plan = plan_.Plan.starting_in("spring-sprint", OPEN_IN_S, OPEN_S, FROZEN_S, final_runs=5)
-    api(site, admin_token, "/api/v1/competitions", plan.fields())
+    admin.goto(site.url("/admin/competitions"))
+    admin.get_by_label("Competition file").fill(plan.file())
+    admin.get_by_role("button", name="Add competition").click()
+    expect(admin.locator(f"#c-{plan.name}")).to_contain_text("upcoming")
 
     base = f"/api/v1/competitions/{plan.name}"
     for team, (first, second) in plan_.TEAMS.items():
