@@ -364,11 +364,7 @@ class _Grading:
             session.deadline = end
 
     def run(self, root: Path, standby: Standby | None) -> None:
-        trusted = root / "trusted"
-        trusted.mkdir()
-        for name, text in self.problem.files.items():
-            if name != "submission.py":
-                (trusted / name).write_text(text)
+        trusted = self.problem.write_trusted(root)
         self._progress(Progress(ProgressPhase.LOAD))
         with self.clock.phase("runner_start"):
             if self.ncu is not None:

@@ -101,6 +101,16 @@ class Problem:
             return [dict(case) for case in self.spec["cpu_benchmarks"]]
         return self.benchmarks
 
+    def write_trusted(self, root: Path) -> Path:
+        """The problem's files but the submission, in `root`/trusted: what the harness's own
+        side (its reference, inputs and checks) imports, never the runner."""
+        trusted = root / "trusted"
+        trusted.mkdir()
+        for name, text in self.files.items():
+            if name != "submission.py":
+                (trusted / name).write_text(text)
+        return trusted
+
     @property
     def multi_gpu(self) -> bool:
         """GPU MODE's `multi_gpu: true`: every case names its `world_size`, and the problem

@@ -164,11 +164,7 @@ class _RankGrading:
             if not cases:
                 raise Stop(Status.ERROR, f"the problem has no {kind} cases")
             sizes = world_sizes(cases)
-            trusted = root / "trusted"
-            trusted.mkdir()
-            for name, text in self.problem.files.items():
-                if name != "submission.py":
-                    (trusted / name).write_text(text)
+            trusted = self.problem.write_trusted(root)
             self._progress(Progress(ProgressPhase.LOAD))
             names = [Path(name).stem for name in self.problem.files if name.endswith(".py")]
             session = RankSession(max(sizes), "cpu", isolate=isolate, memory_bytes=memory_bytes)
