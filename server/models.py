@@ -698,7 +698,7 @@ class Judging(Base):
     __tablename__ = "judgings"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    # server.competitions.judging.Kind: final or rejudge.
+    # server.competitions.schemas.Kind: final or rejudge.
     kind: Mapped[str] = mapped_column(NulFreeString(16), default="final", server_default="final")
     # A final judging's competition; None for a rejudge.
     competition_id: Mapped[int | None] = mapped_column(
@@ -707,7 +707,7 @@ class Judging(Base):
     # A rejudge's filters, as given (JSON-safe values).
     selection: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
     runs: Mapped[int] = mapped_column(Integer)
-    # server.competitions.judging.Stored: running, published (a final judging), applied (a
+    # server.competitions.schemas.Stored: running, published (a final judging), applied (a
     # rejudge) or discarded ("ready" is a running set whose runs are all graded, read from
     # them).
     status: Mapped[str] = mapped_column(NulFreeString(16))

@@ -27,7 +27,6 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -35,31 +34,13 @@ from sqlalchemy.orm import Session
 from grader.report import TERMINAL_STATUSES, Status
 from server.audit import service as audit
 from server.competitions import repository
-from server.competitions.schemas import MAX_FINAL_RUNS, Phase
+from server.competitions.schemas import MAX_FINAL_RUNS, Kind, Phase, Stored
 from server.competitions.scoring import Entry, Placed
 from server.competitions.service import get_competition, phase, when
 from server.errors import BadRequest, Conflict, NotFound
 from server.models import Competition, Judging, JudgingRun, Submission, Team, User, utcnow
 from server.outbox import jobs
 from server.submissions import reports
-
-
-class Kind(StrEnum):
-    """What a review set (a ``Judging`` row) is: this module's final judging, or an
-    organizer's rejudge of selected submissions (server/rejudges/)."""
-
-    FINAL = "final"
-    REJUDGE = "rejudge"
-
-
-class Stored(StrEnum):
-    """A review set's status as stored; ``ready`` is read from its runs."""
-
-    RUNNING = "running"
-    PUBLISHED = "published"  # a final judging
-    APPLIED = "applied"  # a rejudge
-    DISCARDED = "discarded"
-
 
 READY = "ready"
 

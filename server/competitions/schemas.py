@@ -44,6 +44,24 @@ class Phase(StrEnum):
     CLOSED = "closed"
 
 
+class Kind(StrEnum):
+    """What a review set (a ``Judging`` row) is: a competition's final judging
+    (server/competitions/judging.py), or an organizer's rejudge of selected submissions
+    (server/rejudges/)."""
+
+    FINAL = "final"
+    REJUDGE = "rejudge"
+
+
+class Stored(StrEnum):
+    """A review set's status as stored; ``ready`` is read from its runs."""
+
+    RUNNING = "running"
+    PUBLISHED = "published"  # a final judging
+    APPLIED = "applied"  # a rejudge
+    DISCARDED = "discarded"
+
+
 class ProblemInFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

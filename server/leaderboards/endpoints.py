@@ -113,7 +113,7 @@ def answer(
 ) -> Response:
     record = service.readable_problem(session, problem, user)
     gpu_type = service.choose_gpu(record, get_settings(), gpu)
-    standings = service.standings(session, record, gpu_type, version)
+    standings = service.shown(session, record, gpu_type, version, user)
     you = standings.entry_of(user)
     tag = etag(standings, limit, offset, you)
     headers = {"ETag": tag, "Cache-Control": "no-cache", "Vary": "Authorization"}
@@ -140,6 +140,7 @@ def rendered(
             gpu=gpu_type,
             version=version,
             from_version=problem.leaderboard_from_version,
+            frozen_at=standings.frozen_at,
             total=standings.total,
             limit=limit,
             offset=offset,

@@ -128,18 +128,63 @@ def board_rows(
     ).all()
 
 
+def frozen_rows(
+    session: Session, problem_id: int, gpu_type: str, versions: Versions, until: datetime
+) -> Sequence[Row[int, str, float, float | None, bool, int, datetime, int]]:
+    """``board_rows`` as the board stood at ``until`` (a competition's freeze): each unbanned
+    user's best ranked submission made before it, read from the submissions themselves."""
+    group = (Submission.problem_version, Submission.user_id)
+    best = (
+        select(
+            Submission.user_id,
+            Submission.score,
+            Submission.sol_fraction,
+            Submission.short_calls,
+            Submission.id,
+            Submission.created_at,
+            Submission.problem_version,
+            best_first(*group),
+        )
+        .where(*ranked_conditions(problem_id, gpu_type, versions), Submission.created_at < until)
+        .subquery()
+    )
+    return session.execute(
+        select(
+            best.c.user_id,
+            User.name,
+            best.c.score,
+            best.c.sol_fraction,
+            best.c.short_calls,
+            best.c.id,
+            best.c.created_at,
+            best.c.problem_version,
+        )
+        .join(User, User.id == best.c.user_id)
+        .where(best.c.place == 1, User.is_banned.is_(False))
+        .order_by(best.c.score, best.c.created_at, best.c.id)
+    ).all()
+
+
 def record_rows(
-    session: Session, problem_id: int, gpu_type: str, versions: Versions
+    session: Session,
+    problem_id: int,
+    gpu_type: str,
+    versions: Versions,
+    until: datetime | None = None,
 ) -> Sequence[Row[datetime, float, str]]:
-    """Records of the versions ranked, oldest first: (at, score, user name)."""
+    """Records of the versions ranked (set before ``until``, where given), oldest first:
+    (at, score, user name)."""
+    conditions = [
+        LeaderboardRecord.problem_id == problem_id,
+        LeaderboardRecord.gpu_type == gpu_type,
+        versions.condition(LeaderboardRecord.problem_version),
+    ]
+    if until is not None:
+        conditions.append(LeaderboardRecord.at < until)
     return session.execute(
         select(LeaderboardRecord.at, LeaderboardRecord.score, User.name)
         .join(User, User.id == LeaderboardRecord.user_id)
-        .where(
-            LeaderboardRecord.problem_id == problem_id,
-            LeaderboardRecord.gpu_type == gpu_type,
-            versions.condition(LeaderboardRecord.problem_version),
-        )
+        .where(*conditions)
         .order_by(LeaderboardRecord.at, LeaderboardRecord.submission_id)
     ).all()
 

@@ -42,6 +42,13 @@ class Leaderboard(BaseModel):
     from_version: int = Field(
         description="the live leaderboard ranks submissions to this version and later"
     )
+    frozen_at: datetime | None = Field(
+        default=None,
+        description="while the problem's competition is frozen (from its freeze time until "
+        "its final results are published): the leaderboard as it stood then, only "
+        "submissions made before it counting; `you` still counts all of yours, ranked "
+        "against these entries. Organizers read the live leaderboard: null",
+    )
     total: int = Field(description="entries on the leaderboard, all pages together")
     limit: int = Field(description="at most this many entries from offset on")
     offset: int = Field(description="entries skipped before the first one shown")

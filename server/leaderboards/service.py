@@ -1,11 +1,16 @@
 """Reading leaderboards for the API and the pages: the live board (from the problem's
 ``leaderboard_from_version`` on) or one version's, ranked, and the best score over time,
-both from the precomputed tables (kept by ``upkeep``) and cached per leaderboard revision."""
+both from the precomputed tables (kept by ``upkeep``) and cached per leaderboard revision.
+
+A problem in a competition whose board is frozen (from its freeze time until its final
+results are published) shows everyone but the organizers its board as it stood at the
+freeze (``shown``), as the competition's standings do: the reader's own entry counts all
+their submissions and is placed against the frozen rows."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NamedTuple
 
@@ -72,6 +77,8 @@ class BoardKey(NamedTuple):
     problem_version: int
     gpu_type: str
     version: int | None
+    # The board as it stood at this moment (a competition's freeze); None: as it is now.
+    until: datetime | None = None
 
     def validator(self) -> str:
         """The same as text, for an ETag: all but the database, which only tells apart the
@@ -89,6 +96,13 @@ class Standings:
     # The baselines shown beside the entries, never ranked: those of the version the board
     # is for (the live board: the live version), as timed most recently.
     baseline: Baseline | None = None
+    # On a frozen board: the reader's own entry over all their submissions, placed against
+    # the frozen rows (see ``shown``).
+    own: Entry | None = None
+
+    @property
+    def frozen_at(self) -> datetime | None:
+        return self.key.until
 
     @property
     def total(self) -> int:
@@ -101,8 +115,22 @@ class Standings:
         """The user's entry, or None when they are not on this board."""
         if user is None:
             return None
+        if self.own is not None and self.own.user_id == user.id:
+            return self.own
         place = self.places.get(user.id)
         return None if place is None else self.entries[place]
+
+    def with_own(self, entry: Entry) -> Standings:
+        """This board with the reader's ``entry`` from the live board, ranked against the
+        other users' rows here (those stay as they are)."""
+        ahead = sum(
+            1
+            for other in self.entries
+            if other.user_id != entry.user_id
+            and (other.score, other.submitted_at, other.submission_id)
+            < (entry.score, entry.submitted_at, entry.submission_id)
+        )
+        return replace(self, own=replace(entry, rank=ahead + 1))
 
 
 @dataclass(frozen=True)
@@ -166,7 +194,13 @@ def versions_ranked(problem: Problem, version: int | None) -> Versions:
     return Versions(only=version)
 
 
-def board_key(session: Session, problem: Problem, gpu_type: str, version: int | None) -> BoardKey:
+def board_key(
+    session: Session,
+    problem: Problem,
+    gpu_type: str,
+    version: int | None,
+    until: datetime | None = None,
+) -> BoardKey:
     return BoardKey(
         session.get_bind().engine,
         problem.id,
@@ -175,16 +209,49 @@ def board_key(session: Session, problem: Problem, gpu_type: str, version: int | 
         problem.version,
         gpu_type,
         version,
+        until,
     )
 
 
+def frozen_at(session: Session, problem: Problem, viewer: User | None) -> datetime | None:
+    """When the board ``viewer`` reads stopped moving: the freeze of a competition of the
+    problem whose final results are not published yet; None for the live board (organizers
+    always read it)."""
+    if problems.is_admin(viewer):
+        return None
+    return problems.frozen_since(session, [problem.id]).get(problem.id)
+
+
+def shown(
+    session: Session,
+    problem: Problem,
+    gpu_type: str,
+    version: int | None,
+    viewer: User | None,
+) -> Standings:
+    """The board as ``viewer`` may read it: the live one (``standings``), or while the
+    problem's competition is frozen the board as of its freeze, with the viewer's own entry
+    from the live board (``Standings.with_own``)."""
+    until = frozen_at(session, problem, viewer)
+    if until is None:
+        return standings(session, problem, gpu_type, version)
+    board = standings(session, problem, gpu_type, version, until)
+    mine = standings(session, problem, gpu_type, version).entry_of(viewer)
+    return board if mine is None else board.with_own(mine)
+
+
 def standings(
-    session: Session, problem: Problem, gpu_type: str, version: int | None = None
+    session: Session,
+    problem: Problem,
+    gpu_type: str,
+    version: int | None = None,
+    until: datetime | None = None,
 ) -> Standings:
     """The board (``version`` None: the live one). Each user's best entry among the versions
-    ranked, lowest score first, ties to the earlier submission (then the lower id)."""
+    ranked, lowest score first, ties to the earlier submission (then the lower id); with
+    ``until``, among their submissions made before it."""
     versions = versions_ranked(problem, version)
-    key = board_key(session, problem, gpu_type, version)
+    key = board_key(session, problem, gpu_type, version, until)
 
     def read() -> Standings:
         entries: list[Entry] = []
@@ -199,7 +266,11 @@ def standings(
             sid,
             submitted_at,
             problem_version,
-        ) in repository.board_rows(session, problem.id, gpu_type, versions):
+        ) in (
+            repository.board_rows(session, problem.id, gpu_type, versions)
+            if until is None
+            else repository.frozen_rows(session, problem.id, gpu_type, versions, until)
+        ):
             if user_id in place:  # a better entry of theirs on another version came first
                 continue
             place[user_id] = len(entries)
@@ -255,22 +326,29 @@ def entries(
 
 
 def records(
-    session: Session, problem: Problem, gpu_type: str, version: int | None = None
+    session: Session,
+    problem: Problem,
+    gpu_type: str,
+    version: int | None = None,
+    until: datetime | None = None,
 ) -> list[Record]:
-    """Each moment the best score improved, oldest first. The live board's are the records
-    of its versions that beat every earlier one of the others too."""
+    """Each moment the best score improved (before ``until``, where given), oldest first.
+    The live board's are the records of its versions that beat every earlier one of the
+    others too."""
     versions = versions_ranked(problem, version)
 
     def read() -> list[Record]:
         best: list[Record] = []
-        for at, score, user in repository.record_rows(session, problem.id, gpu_type, versions):
+        rows = repository.record_rows(session, problem.id, gpu_type, versions, until)
+        for at, score, user in rows:
             if not best or score < best[-1].score:
                 best.append(Record(at=at, score=score, user=user))
         return best
 
     if session.info.get(CHANGED_IN_SESSION):
         return read()
-    return list(_records.get_or_make(board_key(session, problem, gpu_type, version), read))
+    key = board_key(session, problem, gpu_type, version, until)
+    return list(_records.get_or_make(key, read))
 
 
 def archived_versions(session: Session, problem: Problem) -> list[int]:

@@ -28,7 +28,7 @@ def standing_of(
         return None
     archived = submission.problem_version < problem.leaderboard_from_version
     version = submission.problem_version if archived else None
-    board = service.standings(session, problem, gpu_type, version)
+    board = service.shown(session, problem, gpu_type, version, viewer)
     mine = board.entry_of(submission.user)
     leader = board.entries[0] if board.entries else None
     assert submission.score is not None  # a ranked run has one

@@ -9,7 +9,8 @@ from sqlalchemy import case, func, select
 from sqlalchemy.orm import Session, defer
 
 from grader.problem import DIFFICULTIES
-from server.models import Competition, CompetitionProblem, Problem, ProblemValidation
+from server.competitions.schemas import Stored
+from server.models import Competition, CompetitionProblem, Judging, Problem, ProblemValidation
 
 # A problem without its largest columns (read on first use): its files, example solutions,
 # staged version and description.
@@ -97,3 +98,26 @@ def in_open_competitions(
     if problem_ids is not None:
         query = query.where(CompetitionProblem.problem_id.in_(problem_ids))
     return set(session.scalars(query))
+
+
+def frozen_since(
+    session: Session, now: datetime, problem_ids: Sequence[int] | None = None
+) -> dict[int, datetime]:
+    """The problems (of these, or of all) in a competition whose public board is frozen at
+    ``now`` (its freeze time has come and its final results are not published), each with
+    the earliest such freeze time."""
+    published = (
+        select(Judging.id)
+        .where(Judging.competition_id == Competition.id, Judging.status == Stored.PUBLISHED)
+        .exists()
+    )
+    query = (
+        select(CompetitionProblem.problem_id, func.min(Competition.freeze_at))
+        .join(Competition, Competition.id == CompetitionProblem.competition_id)
+        .where(Competition.freeze_at <= now, ~published)
+        .group_by(CompetitionProblem.problem_id)
+    )
+    if problem_ids is not None:
+        query = query.where(CompetitionProblem.problem_id.in_(problem_ids))
+    rows = session.execute(query).all()
+    return {problem_id: freeze for problem_id, freeze in rows if freeze is not None}

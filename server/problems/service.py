@@ -309,6 +309,13 @@ def in_open_competition(session: Session, problem_ids: Sequence[int] | None = No
     return repository.in_open_competitions(session, utcnow(), problem_ids)
 
 
+def frozen_since(session: Session, problem_ids: Sequence[int] | None = None) -> dict[int, datetime]:
+    """The problems (of these, or of all) whose competition's public board is frozen now,
+    each with its freeze time: their runs made since are their authors' and the organizers'
+    until the final results are published."""
+    return repository.frozen_since(session, utcnow(), problem_ids)
+
+
 def opened(session: Session, problem: Problem) -> bool:
     """Whether the problem's start time or its competition's opening has come."""
     moment = opening_of(session, problem)

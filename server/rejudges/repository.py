@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, func, select
 from sqlalchemy.orm import Session, load_only, selectinload
 
 from grader.report import TERMINAL_STATUSES
-from server.competitions.judging import Kind, Stored
+from server.competitions.schemas import Kind, Stored
 from server.leaderboards.repository import ranked
 from server.models import Judging, JudgingRun, Submission, User
 

@@ -25,7 +25,8 @@ from sqlalchemy.orm import Session
 from grader.report import TERMINAL_STATUSES, Mode, Status
 from server.audit import service as audit
 from server.competitions import repository as review_sets
-from server.competitions.judging import READY, Kind, Stored, queue_run, settle, status_of
+from server.competitions.judging import READY, queue_run, settle, status_of
+from server.competitions.schemas import Kind, Stored
 from server.errors import BadRequest, Conflict, NotFound
 from server.leaderboards import upkeep
 from server.leaderboards.repository import is_ranked

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
 
 from sqlalchemy import Select, delete, or_, select, update
@@ -52,12 +52,14 @@ def list_user_submissions(
     mode: str | None = None,
     before: int | None = None,
     private_problem_ids: Collection[int] | None = None,
+    frozen: Mapping[int, datetime] | None = None,
     on_problems: Collection[int] | None = None,
 ) -> Sequence[Submission]:
     """Newest first, narrowed by whichever of `problem_id`, `status` and `mode` are given;
     `before`: only those older than this id (the next page); `private_problem_ids`: without
-    the runs other than ranked ones on these problems; `on_problems`: only those on these
-    problems. A final judging's runs are the organizers', not the user's: never listed."""
+    the runs other than ranked ones on these problems; `frozen`: without the runs made on
+    these problems from these moments on; `on_problems`: only those on these problems. A
+    final judging's runs are the organizers', not the user's: never listed."""
     query = (
         select(Submission)
         .options(joinedload(Submission.problem))
@@ -71,6 +73,10 @@ def list_user_submissions(
                 Submission.mode == Mode.LEADERBOARD,
                 Submission.problem_id.not_in(private_problem_ids),
             )
+        )
+    for frozen_problem, since in (frozen or {}).items():
+        query = query.where(
+            or_(Submission.problem_id != frozen_problem, Submission.created_at < since)
         )
     if on_problems is not None:
         query = query.where(Submission.problem_id.in_(on_problems))

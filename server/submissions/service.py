@@ -210,9 +210,11 @@ def sees_everything_of(viewer: User | None, submission: Submission) -> bool:
 
 def can_see(session: Session, viewer: User | None, submission: Submission) -> bool:
     """Results of a submission are public unless an organizer hid it, its problem is hidden,
-    not live or not opened, or it is a private run (``private_problem_ids``)."""
+    not live or not opened, it is a private run (``private_problem_ids``), or it was made
+    while its competition's board is frozen (``problems.frozen_since``)."""
     if sees_everything_of(viewer, submission):
         return True
+    frozen = problems.frozen_since(session, [submission.problem_id]).get(submission.problem_id)
     return (
         problems.shown_to_everyone(session, submission.problem)
         and not submission.is_hidden
@@ -220,6 +222,7 @@ def can_see(session: Session, viewer: User | None, submission: Submission) -> bo
             submission.mode != Mode.LEADERBOARD
             and submission.problem_id in private_problem_ids(session, [submission.problem_id])
         )
+        and (frozen is None or submission.created_at < frozen)
     )
 
 
@@ -302,6 +305,7 @@ def list_for_user(session: Session, user: User, viewer: User | None) -> Sequence
         user.id,
         include_hidden=False,
         private_problem_ids=private_problem_ids(session),
+        frozen=problems.frozen_since(session),
         on_problems=[p.id for p in problems.list_visible_problems(session, viewer)],
     )
 

@@ -74,7 +74,8 @@ def home(page: PageDep) -> HTMLResponse:
         offered = problems.gpu_types_for(problem, page.settings)
         leader = None
         if offered:
-            top = leaderboards.standings(page.session, problem, offered[0]).page(0, 1)
+            board = leaderboards.shown(page.session, problem, offered[0], None, page.viewer)
+            top = board.page(0, 1)
             leader = top[0] if top else None
         rows.append(
             {
@@ -108,14 +109,19 @@ def leaderboard_context(
     """The top ``shown`` entries of a board, the viewer's own entry wherever it is, and the
     chart of records when asked for; all from the precomputed tables."""
     gpu_type = leaderboards.choose_gpu(problem, page.settings, gpu)
-    standings = leaderboards.standings(page.session, problem, gpu_type, version)
-    records = leaderboards.records(page.session, problem, gpu_type, version) if chart else []
+    standings = leaderboards.shown(page.session, problem, gpu_type, version, page.viewer)
+    records = []
+    if chart:
+        records = leaderboards.records(
+            page.session, problem, gpu_type, version, standings.frozen_at
+        )
     return {
         "gpu": gpu_type,
         "gpus": problems.gpu_types_for(problem, page.settings),
         "entries": standings.page(0, shown),
         "rows": leaderboard_rows(standings, shown),
         "total": standings.total,
+        "frozen_at": standings.frozen_at,
         "you": standings.entry_of(page.viewer),
         "chart": best_score_chart(records, datetime.now(UTC), duration),
         "version": version,
@@ -181,7 +187,7 @@ def standing_of(
         return []
     rows = []
     for gpu_type in offered:
-        board = leaderboards.standings(page.session, problem, gpu_type)
+        board = leaderboards.shown(page.session, problem, gpu_type, None, page.viewer)
         rows.append((gpu_type, board.entry_of(page.viewer), board.total))
     return rows
 
