@@ -11,6 +11,7 @@ KernelBench module, and each case's figure beside Nsight Compute's kernel time.
     python -m bench.ranked_clock all --runs 10 --out results.json
     ... --tree OTHER      # grade with another checkout's grader (today's against an older one)
     python -m bench.ranked_clock spread --standby none settled as-is   # as a worker grades
+    ... --standby settled --standby-runners 1     # with one runner waiting instead of four
 
 Gradings go through grader.harness.grade(), sandboxed, one after another in this process with
 a fresh runner each (as a worker's pool process grades), the device's peaks measured once.
@@ -374,6 +375,11 @@ def main() -> None:
         choices=["settled", "as-is", "none"],
         help="spread: grade as a worker does (none: no runner started ahead)",
     )
+    parser.add_argument(
+        "--standby-runners",
+        type=int,
+        help="spread --standby: runners kept waiting on a GPU (default: the worker's)",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(args.tree.resolve() if args.tree else REPO))
     if args.what == "ncu-target":
@@ -383,6 +389,10 @@ def main() -> None:
     kind = device_kind()
     emit({"what": "machine", "device": kind, "tree": str(args.tree or REPO),
           "gpu": _gpu_name(kind), "started": time.strftime("%Y-%m-%d %H:%M:%S")})  # fmt: skip
+    if args.standby_runners is not None:
+        from grader import session
+
+        session.STANDBY_RUNNERS["cuda"] = args.standby_runners
     if args.what in ("spread", "all"):
         for standby in args.standby or [None]:
             spread(args.problems, args.runs, args.mode, args.solutions, standby)

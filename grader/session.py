@@ -60,13 +60,23 @@ CALIBRATION_PINGS = 20
 # On a GPU, windows of the grader's own work (a copy of each of TRUSTED_BYTES) in the runner
 # against the same copy timed in this process alone: what a window costs beyond its call
 # (the device passing from one process's context to the other's and back, and writing back
-# what a call's output left in L2), for calls from short to long. The first of each round's
-# windows are left out (the runner's context wakes), the rest averaged.
+# what a call's output left in L2), for calls from short to long. Each round times the copy
+# alone (the median of CALIBRATION_ALONE) and in CALIBRATION_WINDOWS windows (the first
+# CALIBRATION_SKIPPED left out: the runner's context wakes; the rest averaged); a point's
+# cost is the median of its rounds', so that one round the device spent otherwise does not
+# move it.
 TRUSTED_BYTES = (4 << 20, 16 << 20, 32 << 20, 64 << 20)
 CALIBRATION_ROUNDS = 3
 CALIBRATION_WINDOWS = 80
 CALIBRATION_SKIPPED = 5
-CALIBRATION_ALONE = 30
+CALIBRATION_ALONE = 10
+# A window's cost hardly depends on its call's length (286-295 µs over all four copies on an
+# H100, within 4 µs in one runner): a point further than CALIBRATION_AGREEMENT from the
+# median of the points was measured while something else held the device (once 230 µs,
+# which ranked a 128 µs call at 188 µs) and is measured again, up to CALIBRATION_RETRIES
+# times.
+CALIBRATION_AGREEMENT = 0.02
+CALIBRATION_RETRIES = 3
 _slab_ids = itertools.count(1)
 _Then = TypeVar("_Then")
 
@@ -114,6 +124,22 @@ class Overheads:
         harness's clock), so peaks measured too low cannot take the calls' time away."""
         copy_s = min(2 * input_bytes / self.copy_bytes_per_s, copied_s)
         return self.round_trip_s + copy_s
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def disagreeing(points: list[tuple[float, float]]) -> list[int]:
+    """The calibration points whose window cost lies further than CALIBRATION_AGREEMENT from
+    the median of all the points' costs."""
+    middle = median([cost for _, cost in points])
+    return [
+        index
+        for index, (_, cost) in enumerate(points)
+        if abs(cost - middle) > CALIBRATION_AGREEMENT * middle
+    ]
 
 
 @dataclass(frozen=True)
@@ -283,7 +309,7 @@ class RunnerSession:
             return Overheads(round_trip)
         try:
             self._hand_over(self.gate.slab, {"op": "gate", "nbytes": self.gate.slab.nbytes})
-            points = tuple(self._window_cost(self.gate, nbytes) for nbytes in TRUSTED_BYTES)
+            points = self._window_points(self.gate)
         except Stop as exc:
             if exc.status == Status.TIMEOUT:
                 raise
@@ -292,6 +318,18 @@ class RunnerSession:
             return Overheads(round_trip)
         return Overheads(round_trip, window_points=points)
 
+    def _window_points(self, opened: gate.Gate) -> tuple[tuple[float, float], ...]:
+        """A point per TRUSTED_BYTES, each measured again while it disagrees with the others
+        (CALIBRATION_AGREEMENT)."""
+        points = [self._window_cost(opened, nbytes) for nbytes in TRUSTED_BYTES]
+        for _ in range(CALIBRATION_RETRIES):
+            outliers = disagreeing(points)
+            if not outliers:
+                break
+            for index in outliers:
+                points[index] = self._window_cost(opened, TRUSTED_BYTES[index])
+        return tuple(points)
+
     def _window_cost(self, opened: gate.Gate, nbytes: int) -> tuple[float, float]:
         """A trusted copy of `nbytes`: its seconds alone, and what a window costs beyond it
         (see TRUSTED_BYTES)."""
@@ -299,9 +337,10 @@ class RunnerSession:
 
         source = torch.ones(nbytes, dtype=torch.uint8, device="cuda")
         target = torch.empty_like(source)
-        alone = gate.copies_alone_s(target, source, opened.flush, CALIBRATION_ALONE)
-        windows: list[float] = []
+        alone: list[float] = []
+        costs: list[float] = []
         for _ in range(CALIBRATION_ROUNDS):
+            alone_s = median(gate.copies_alone_s(target, source, opened.flush, CALIBRATION_ALONE))
             # This process queues its windows once the runner has queued its calls, as in a
             # round of a submission's windows (grader/clock.py).
             message = {"op": "windows", "seq": opened.next_seq, "count": CALIBRATION_WINDOWS,
@@ -312,9 +351,10 @@ class RunnerSession:
             measured = opened.finish(marks, time.monotonic() + 5.0)
             if measured is None:
                 raise Stop(Status.ERROR, "the runner did not open its calibration windows")
-            windows += measured[CALIBRATION_SKIPPED:]
-        alone_s = sorted(alone)[len(alone) // 2]
-        return alone_s, max(0.0, sum(windows) / len(windows) - alone_s)
+            counted = measured[CALIBRATION_SKIPPED:]
+            alone.append(alone_s)
+            costs.append(sum(counted) / len(counted) - alone_s)
+        return median(alone), max(0.0, median(costs))
 
     # -- the channel ------------------------------------------------------------------------
 
