@@ -199,6 +199,14 @@ def _remember_refusal(reason: str) -> None:
         _ncu_refused.append(reason)
 
 
+def _deterministic_algorithms() -> tuple[bool, bool]:
+    """Torch's deterministic-algorithms switch: on, and warn only."""
+    return (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+    )
+
+
 @contextlib.contextmanager
 def held_torch_settings() -> Iterator[None]:
     """Torch's process-wide switches as they were before the grading: a problem's reference
@@ -207,42 +215,31 @@ def held_torch_settings() -> Iterator[None]:
     says, not as the last one left them."""
     matmul = torch.backends.cuda.matmul
     cudnn = torch.backends.cudnn
-    saved = (
-        matmul.allow_tf32,
-        matmul.allow_fp16_reduced_precision_reduction,
-        matmul.allow_bf16_reduced_precision_reduction,
-        cudnn.allow_tf32,
-        cudnn.benchmark,
-        cudnn.deterministic,
-        torch.get_float32_matmul_precision(),
-        (
-            torch.are_deterministic_algorithms_enabled(),
-            torch.is_deterministic_algorithms_warn_only_enabled(),
-        ),
-        torch.get_default_dtype(),
-        torch.is_grad_enabled(),
+    flags = (
+        (matmul, "allow_tf32"),
+        (matmul, "allow_fp16_reduced_precision_reduction"),
+        (matmul, "allow_bf16_reduced_precision_reduction"),
+        (cudnn, "allow_tf32"),
+        (cudnn, "benchmark"),
+        (cudnn, "deterministic"),
     )
+    saved_flags = [getattr(owner, name) for owner, name in flags]
+    precision = torch.get_float32_matmul_precision()
+    deterministic_algorithms = _deterministic_algorithms()
+    dtype = torch.get_default_dtype()
+    grad = torch.is_grad_enabled()
     try:
         yield
     finally:
-        (
-            matmul.allow_tf32,
-            matmul.allow_fp16_reduced_precision_reduction,
-            matmul.allow_bf16_reduced_precision_reduction,
-            cudnn.allow_tf32,
-            cudnn.benchmark,
-            cudnn.deterministic,
-        ) = saved[:6]
-        torch.set_float32_matmul_precision(saved[6])
-        deterministic = (
-            torch.are_deterministic_algorithms_enabled(),
-            torch.is_deterministic_algorithms_warn_only_enabled(),
-        )
-        if deterministic != saved[7]:
+        for (owner, name), value in zip(flags, saved_flags, strict=True):
+            setattr(owner, name, value)
+        torch.set_float32_matmul_precision(precision)
+        if _deterministic_algorithms() != deterministic_algorithms:
             # Only when changed: the call imports torch._inductor, 2 s the first time.
-            torch.use_deterministic_algorithms(saved[7][0], warn_only=saved[7][1])
-        torch.set_default_dtype(saved[8])
-        torch.set_grad_enabled(saved[9])
+            on, warn_only = deterministic_algorithms
+            torch.use_deterministic_algorithms(on, warn_only=warn_only)
+        torch.set_default_dtype(dtype)
+        torch.set_grad_enabled(grad)
         if torch.cuda.is_initialized():
             torch.cuda.empty_cache()  # what this grading held goes back to the GPU
 

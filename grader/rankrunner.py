@@ -25,32 +25,14 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from grader.protocol import ChannelClosed, recv_message, send_message
-from grader.runner import describe, import_submission, leave, plain_output, plain_reason
+from grader.protocol import ChannelClosed, recv_message
+from grader.runner import answer_calls, leave, load_submission, plain_output, tell
 
 # gloo's own limit on a collective that waits for a peer; the harness's limits are shorter
 # and end the grading first, so this only keeps an orphaned rank from waiting for ever.
 GROUP_TIMEOUT = timedelta(minutes=10)
 # Each world size's group rendezvous in its own file of the sandbox's private /tmp.
 GROUP_FILE = "/tmp/kj-rank-group-{world_size}-{generation}"
-
-
-def _tell(sock: socket.socket, message: dict[str, Any]) -> bool:
-    """Send; False when the harness has gone."""
-    try:
-        send_message(sock.fileno(), message)
-    except (ChannelClosed, BrokenPipeError, ConnectionResetError):
-        return False
-    return True
-
-
-def _failure(exc: BaseException, device: str) -> dict[str, Any]:
-    try:
-        text = plain_reason(exc, device) or describe(exc)
-    except Exception:  # an exception of the submission's own making, whose str() fails
-        text = describe(exc)
-    print(text, file=sys.stderr, flush=True)
-    return {"ok": False, "error": text}
 
 
 class Rank:
@@ -96,7 +78,7 @@ class Rank:
 
 
 def serve_rank(sock: socket.socket, rank: int, device: str) -> None:
-    if not _tell(sock, {"ok": True, "ready": True}):
+    if not tell(sock, {"ok": True, "ready": True}):
         return
     while True:  # the harness's pings (its round trips to this rank), then `load`
         try:
@@ -105,32 +87,13 @@ def serve_rank(sock: socket.socket, rank: int, device: str) -> None:
             return
         if not isinstance(request, dict) or request.get("op") != "ping":
             break
-        if not _tell(sock, {"ok": True}):
+        if not tell(sock, {"ok": True}):
             return
     if not isinstance(request, dict) or request.get("op") != "load":
         return
-    try:
-        kernel = import_submission(device)
-    except BaseException as exc:
-        _tell(sock, {"phase": "import", **_failure(exc, device)})
-        return
-    if not _tell(sock, {"ok": True, "loaded": True}):
-        return
-    state = Rank(rank, kernel)
-    while True:
-        try:
-            request = recv_message(sock.fileno())
-        except ChannelClosed:
-            return
-        if not isinstance(request, dict) or request.get("op") == "exit":
-            return
-        try:
-            reply = state.handle(request)
-        except BaseException as exc:
-            _tell(sock, {"phase": "call", **_failure(exc, device)})
-            return
-        if not _tell(sock, reply):
-            return
+    kernel = load_submission(sock, device)
+    if kernel is not None:
+        answer_calls(sock, device, Rank(rank, kernel).handle)
 
 
 def launch(fds: list[int], device: str) -> None:

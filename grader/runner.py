@@ -166,7 +166,9 @@ def plain_reason(exc: BaseException, device: str) -> str:
     return ""
 
 
-def _error_reply(exc: BaseException, device: str) -> dict[str, Any]:
+def error_reply(exc: BaseException, device: str) -> dict[str, Any]:
+    """The failure reply for an exception the submission caused, its text also printed to
+    the sandbox's stderr for the report."""
     if isinstance(exc, SubmissionError):
         text = str(exc)
     else:
@@ -414,7 +416,7 @@ class Runner:
             def call(i: int) -> Any:
                 return leave(sets, i, plain_output(kernel(data(i))))
 
-            outputs = self.windows.run(request, call, lambda: _tell(self.sock, QUEUED))
+            outputs = self.windows.run(request, call, lambda: tell(self.sock, QUEUED))
             arena = self.windows.arena
             return {"ok": True, "outputs": outputs, "arena_peak": arena.peak if arena else 0}
         raise SubmissionError(f"the runner does not know the request {op!r}")
@@ -437,7 +439,7 @@ class Runner:
         return sets
 
 
-def _tell(sock: socket.socket, message: dict[str, Any]) -> bool:
+def tell(sock: socket.socket, message: dict[str, Any]) -> bool:
     """Send; False when the harness has already gone (it stopped the grading before the
     runner was ready, say), which is no error of the submission's to report."""
     try:
@@ -478,33 +480,51 @@ def _calibration(sock: socket.socket, device: str, windows: Windows) -> dict[str
             if device == "cuda" and op == "gate":
                 reply = windows.attach(sock, request)
             elif device == "cuda" and op == "windows":
-                windows.run(request, None, lambda: _tell(sock, QUEUED))
+                windows.run(request, None, lambda: tell(sock, QUEUED))
                 torch.cuda.synchronize()
             elif op != "ping":
                 return request
         except Exception as exc:
-            reply = _error_reply(exc, device)
-        if not _tell(sock, reply):
+            reply = error_reply(exc, device)
+        if not tell(sock, reply):
             return None
 
 
 def serve(sock: socket.socket, device: str, under_ncu: bool = False) -> None:
     _warm_up_device(device)
-    if not _tell(sock, {"ok": True, "ready": True}):
+    if not tell(sock, {"ok": True, "ready": True}):
         return
     windows = Windows()
     request = _calibration(sock, device, windows)
     if request is None or request.get("op") != "load":
         return
     seed = request.get("kernelbench_seed")
+    kernel = load_submission(sock, device, seed if isinstance(seed, int) else None)
+    if kernel is not None:
+        answer_calls(sock, device, Runner(kernel, device, sock, under_ncu, windows).handle)
+
+
+def load_submission(
+    sock: socket.socket, device: str, kernelbench_seed: int | None = None
+) -> Callable[[Any], Any] | None:
+    """Import the submission and tell the harness it is loaded; None, with the import's
+    error told, when it fails or the harness has gone."""
     try:
-        kernel = import_submission(device, seed if isinstance(seed, int) else None)
+        kernel = import_submission(device, kernelbench_seed)
     except BaseException as exc:
-        _tell(sock, {"phase": "import", **_error_reply(exc, device)})
-        return
-    if not _tell(sock, {"ok": True, "loaded": True}):
-        return
-    runner = Runner(kernel, device, sock, under_ncu, windows)
+        tell(sock, {"phase": "import", **error_reply(exc, device)})
+        return None
+    if not tell(sock, {"ok": True, "loaded": True}):
+        return None
+    return kernel
+
+
+def answer_calls(
+    sock: socket.socket, device: str, handle: Callable[[dict[str, Any]], dict[str, Any]]
+) -> None:
+    """Answer the harness's requests with `handle` until it says `exit` or goes. An
+    exception out of `handle` is the submission's: told as the call's error, it ends the
+    serving, since the process's state can no longer be trusted."""
     while True:
         try:
             request = recv_message(sock.fileno())
@@ -513,11 +533,11 @@ def serve(sock: socket.socket, device: str, under_ncu: bool = False) -> None:
         if not isinstance(request, dict) or request.get("op") == "exit":
             return
         try:
-            reply = runner.handle(request)
+            reply = handle(request)
         except BaseException as exc:
-            _tell(sock, {"phase": "call", **_error_reply(exc, device)})
+            tell(sock, {"phase": "call", **error_reply(exc, device)})
             return
-        if not _tell(sock, reply):
+        if not tell(sock, reply):
             return
 
 

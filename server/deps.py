@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Annotated, TypeVar
 
-from fastapi import Depends, Path
+from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
@@ -94,3 +94,8 @@ OptionalUser = Annotated[User | None, Depends(get_optional_user)]
 CurrentUser = Annotated[User, Depends(get_current_user)]
 SubmittingUser = Annotated[User, Depends(get_submitting_user)]
 AdminUser = Annotated[User, Depends(get_admin_user)]
+
+
+def client_address(request: Request) -> str:
+    """The address a failed log-in is counted against."""
+    return request.client.host if request.client else "unknown"

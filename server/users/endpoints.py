@@ -3,10 +3,14 @@ moderating a user (ban, unban, make or revoke admin), with the reason a banned u
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from fastapi import APIRouter, Request, Response
 from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
 
-from server.deps import AdminUser, CurrentUser, SessionDep, SettingsDep
+from server.deps import AdminUser, CurrentUser, SessionDep, SettingsDep, client_address
 from server.errors import (
     BadRequest,
     Conflict,
@@ -33,8 +37,15 @@ class AccountDeletion(BaseModel):
     password: str = Field(max_length=4096, description="your current password, to confirm")
 
 
-def address_of(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+@contextmanager
+def failed_log_in_kept(session: Session) -> Iterator[None]:
+    """A wrong password counts as a failed log-in, though the request fails: its record is
+    committed before the refusal goes out (the request's own session rolls back on error)."""
+    try:
+        yield
+    except (Forbidden, TooManyRequests):
+        session.commit()
+        raise
 
 
 @account_router.post(
@@ -50,13 +61,15 @@ def change_password(
     settings: SettingsDep,
     user: CurrentUser,
 ) -> Response:
-    try:
+    with failed_log_in_kept(session):
         accounts.change_password(
-            session, settings, user, body.current_password, body.new_password, address_of(request)
+            session,
+            settings,
+            user,
+            body.current_password,
+            body.new_password,
+            client_address(request),
         )
-    except (Forbidden, TooManyRequests):
-        session.commit()  # a wrong password counts as a failed log-in, though this fails
-        raise
     return Response(status_code=204)
 
 
@@ -74,11 +87,8 @@ def delete_account(
     settings: SettingsDep,
     user: CurrentUser,
 ) -> Response:
-    try:
-        accounts.delete_account(session, settings, user, body.password, address_of(request))
-    except (Forbidden, TooManyRequests):
-        session.commit()  # a wrong password counts as a failed log-in, though this fails
-        raise
+    with failed_log_in_kept(session):
+        accounts.delete_account(session, settings, user, body.password, client_address(request))
     return Response(status_code=204)
 
 

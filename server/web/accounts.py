@@ -8,7 +8,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from server.deps import RowId
+from server.deps import RowId, client_address
 from server.errors import (
     BadRequest,
     Forbidden,
@@ -369,7 +369,3 @@ def delete_account(
         return render_user(page, page.viewer.name, exc.status_code, {"delete": exc.detail})
     request.session.clear()
     return page.redirect("/login?done=deleted")
-
-
-def client_address(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
