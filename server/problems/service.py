@@ -261,6 +261,7 @@ BUILTIN_DIFFICULTY = {
     "rmsnorm": "medium",
     "matmul": "hard",
     "attention": "hard",
+    "allreduce": "medium",
 }
 
 

@@ -145,7 +145,7 @@ async def test_the_built_in_problems_start_with_the_easy_ones_and_keep_an_organi
     builtin = [name for name in listed if name in BUILTIN_DIFFICULTY]
     assert builtin == [
         "grayscale", "vectoradd", "vectorsum",
-        "histogram", "prefixsum", "rmsnorm", "softmax",
+        "allreduce", "histogram", "prefixsum", "rmsnorm", "softmax",
         "attention", "matmul",
     ]  # fmt: skip
     with session_scope() as session:
