@@ -50,6 +50,7 @@ from grader.report import (
 from grader.requirements import shortfall
 from grader.screen import screen as screen_source
 from grader.session import RunnerSession, Standby
+from grader.shared import DeviceMemoryExhausted
 from grader.staging import Layout, Sets
 from grader.timing import Precision, enough_samples, geometric_mean, summarize
 
@@ -64,6 +65,17 @@ MAX_CLOCK_MHZ = 1e5
 MODES = tuple(Mode)
 DEVICES = ("cpu", "cuda")
 MESSAGE_CAP = 4000
+# The verdict when the GPU has no memory left for the grader's own buffers (inputs, outputs,
+# the windows' sets) once the submission is loaded: its process keeps what the calls need.
+OUT_OF_DEVICE_MEMORY = (
+    "the GPU's memory ran out for the grader's own buffers (the cases' inputs and outputs) "
+    "while the submission's process held it: a submission may keep only what its calls need"
+)
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def grade(
@@ -413,6 +425,11 @@ class _Grading:
             self.report.message = _cap(stop.message) if stop.message else self.limit_text
             if self.ncu is not None and stop.status == Status.ERROR:
                 self.ncu_fell_through = nsight.why_not(None, self.report.message)
+        except (torch.OutOfMemoryError, DeviceMemoryExhausted) as exc:
+            # The grader's own buffers come from the GPU the submission's process shares:
+            # a process that keeps the device's memory ends its own grading, with a verdict.
+            self.report.status = Status.ERROR
+            self.report.message = _cap(f"{OUT_OF_DEVICE_MEMORY} ({first_line(exc)})")
         finally:
             with self.clock.phase("teardown"):
                 result = session.close()

@@ -36,6 +36,14 @@ class SharedMemoryError(RuntimeError):
     """A slab could not be made, exported or mapped."""
 
 
+class DeviceMemoryExhausted(SharedMemoryError):
+    """The driver had no GPU memory left for a slab."""
+
+
+# The driver's CUDA_ERROR_OUT_OF_MEMORY.
+CUDA_ERROR_OUT_OF_MEMORY = 2
+
+
 def aligned(nbytes: int, alignment: int = ALIGN) -> int:
     return -(-nbytes // alignment) * alignment
 
@@ -78,6 +86,8 @@ class _Driver:
 
     def __call__(self, name: str, *args: Any) -> None:
         result = getattr(self._lib, name)(*args)
+        if result == CUDA_ERROR_OUT_OF_MEMORY:
+            raise DeviceMemoryExhausted(f"{name} found the GPU's memory exhausted")
         if result != 0:
             raise SharedMemoryError(f"{name} failed with CUDA error {result}")
 

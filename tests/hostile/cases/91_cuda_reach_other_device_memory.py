@@ -24,7 +24,9 @@ def _probe(data):
         if lib.cuMemImportFromShareableHandle(ctypes.byref(handle), ctypes.c_void_p(fd), 1) == 0:
             seen.add(fd)
             lib.cuMemRelease(handle)
-    if len(seen) > 1:  # one slab is all it has been handed by its first call
+    # By its first call it has been handed two slabs: the windows' gate (before the
+    # submission loaded) and the first case's inputs.
+    if len(seen) > 2:
         print("KJ-ESCAPE imported", len(seen), "device allocations", flush=True)
 
     # Legacy IPC: a 64-byte handle made up (passed by value); opening it must fail.
