@@ -24,8 +24,9 @@ _NOT_INPUTS = (type, types.ModuleType, types.FunctionType, types.BuiltinFunction
 
 
 def carried(node: Any) -> Any:
-    """`node` as the channel can carry it; what still cannot cross (an object without
-    attributes of its own, such as a torch.Generator) is left for the channel to refuse."""
+    """`node` as the channel can carry it; what still cannot cross (one of torch's own
+    objects, such as a torch.Generator, or one without attributes) is left for the channel
+    to refuse."""
     if isinstance(node, torch.Tensor) or node is None or isinstance(node, bool | int | float | str):
         return node
     if isinstance(node, torch.dtype):
@@ -37,10 +38,16 @@ def carried(node: Any) -> Any:
     if isinstance(node, dict):
         return {key: carried(value) for key, value in node.items()}
     attributes = getattr(node, "__dict__", None)
-    if isinstance(attributes, dict) and not isinstance(node, _NOT_INPUTS):
+    if isinstance(attributes, dict) and not isinstance(node, _NOT_INPUTS) and not _torch(node):
         fields = {str(key): carried(value) for key, value in attributes.items()}
         return {OBJECT: type(node).__name__, ATTRIBUTES: fields}
     return node
+
+
+def _torch(node: Any) -> bool:
+    """An instance of one of torch's own classes (a Generator, even a subclass of it): its
+    attributes are not what it is."""
+    return any(cls.__module__.partition(".")[0] == "torch" for cls in type(node).__mro__)
 
 
 def rebuilt(node: Any) -> Any:
