@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -24,6 +25,10 @@ from grader.protocol import ChannelClosed, ChannelError, ChannelTimeout, recv_me
 from grader.report import Status, Stop, tail
 
 GROUP_TIMEOUT = timedelta(minutes=2)
+UNCARRIED = (
+    "its reply cannot be sent to the submission's ranks (inputs may hold tensors, numbers, "
+    "strings, torch dtypes, objects with attributes, and tuples, lists and dicts of them)"
+)
 START_TIMEOUT_S = 120.0
 EXIT_GRACE_S = 2.0
 # Where `python -m grader.rankreference` is found: the folder holding the grader package.
@@ -36,6 +41,7 @@ def _answer(request: dict[str, Any], module: Any, state: dict[str, Any], rank: i
 
     from grader.check import run_check
     from grader.inputs import clone_data
+    from grader.rankinputs import carried
 
     op = request.get("op")
     if op == "group":
@@ -54,7 +60,7 @@ def _answer(request: dict[str, Any], module: Any, state: dict[str, Any], rank: i
         return {"ok": True}
     if op == "generate":
         state["data"] = module.generate_input(**request["case"], rank=rank)
-        return {"ok": True, "data": state["data"]}
+        return {"ok": True, "data": carried(state["data"])}
     if op == "check":
         passed, message = run_check(
             module.check_implementation, clone_data(state["data"]), request.get("output")
@@ -90,7 +96,12 @@ def serve(fd: int, rank: int, folder: str, names: list[str], kind: str) -> None:
                 reply = {"ok": False, "error": traceback.format_exc()}
             if reply is None:
                 return
-            send_message(fd, reply)
+            try:
+                send_message(fd, reply)
+            except (TypeError, AttributeError, pickle.PicklingError) as exc:
+                # Raised while encoding, before a byte is written: the inputs hold something
+                # the channel cannot carry (grader/rankinputs.py says what can).
+                send_message(fd, {"ok": False, "error": f"{UNCARRIED}: {exc}"})
 
 
 class ReferenceGroup:
