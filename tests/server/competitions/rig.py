@@ -21,6 +21,7 @@ _names = count()
 
 # Every competition here opened five days ago and closes in five days, unless a test says.
 OPENED = utcnow().replace(microsecond=0) - timedelta(days=5)
+LATER = OPENED + timedelta(days=30)  # for a competition that has not opened yet
 
 
 def unique(prefix: str) -> str:
