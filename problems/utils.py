@@ -34,18 +34,25 @@ def count_mismatches(
     return f"{bad} of {got.numel()} elements differ beyond rtol={rtol:g}, atol={atol:g}"
 
 
+def form_mismatch(output, shape: tuple[int, ...], dtype: torch.dtype) -> str:
+    """'' when output is a tensor of this shape and dtype, else the first way it is not."""
+    if not isinstance(output, torch.Tensor):
+        return f"expected a torch.Tensor, got {type(output).__name__}"
+    if tuple(output.shape) != tuple(shape):
+        return f"shape mismatch: got {tuple(output.shape)}, expected {tuple(shape)}"
+    if output.dtype != dtype:
+        return f"dtype mismatch: got {output.dtype}, expected {dtype}"
+    return ""
+
+
 def make_match_reference(ref_kernel, rtol: float = 1e-5, atol: float = 1e-8):
     """check_implementation(data, output) -> (ok, message) comparing with ref_kernel(data)."""
 
     def check_implementation(data, output):
         expected = ref_kernel(data)
-        if not isinstance(output, torch.Tensor):
-            return False, f"expected a torch.Tensor, got {type(output).__name__}"
-        if output.shape != expected.shape:
-            return False, f"shape mismatch: got {tuple(output.shape)}, expected {tuple(expected.shape)}"
-        if output.dtype != expected.dtype:
-            return False, f"dtype mismatch: got {output.dtype}, expected {expected.dtype}"
-        reason = count_mismatches(output, expected, rtol, atol)
+        reason = form_mismatch(output, expected.shape, expected.dtype) or count_mismatches(
+            output, expected, rtol, atol
+        )
         return reason == "", reason
 
     return check_implementation

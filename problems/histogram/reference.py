@@ -1,6 +1,6 @@
 import torch
 from task import input_t, output_t
-from utils import grading_device, seeded_generator
+from utils import form_mismatch, grading_device, seeded_generator
 
 NUM_BINS = 256
 
@@ -19,12 +19,9 @@ def generate_input(size: int, seed: int) -> input_t:
 
 
 def check_implementation(data: input_t, output: output_t) -> tuple[bool, str]:
-    if not isinstance(output, torch.Tensor):
-        return False, f"expected a torch.Tensor, got {type(output).__name__}"
-    if tuple(output.shape) != (NUM_BINS,):
-        return False, f"shape mismatch: got {tuple(output.shape)}, expected ({NUM_BINS},)"
-    if output.dtype != torch.int32:
-        return False, f"dtype mismatch: got {output.dtype}, expected torch.int32"
+    wrong_form = form_mismatch(output, (NUM_BINS,), torch.int32)
+    if wrong_form:
+        return False, wrong_form
     expected = ref_kernel(data)
     got = output.to(expected.device)
     wrong = (got != expected).nonzero().flatten()

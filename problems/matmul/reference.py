@@ -2,7 +2,7 @@ import math
 
 import torch
 from task import input_t, output_t
-from utils import count_mismatches, grading_device, seeded_generator
+from utils import count_mismatches, form_mismatch, grading_device, seeded_generator
 
 RTOL = 0.02
 ATOL_PER_SQRT_K = 0.01
@@ -25,12 +25,9 @@ def generate_input(m: int, n: int, k: int, seed: int) -> input_t:
 def check_implementation(data: input_t, output: output_t) -> tuple[bool, str]:
     A, _ = data
     expected = ref_kernel(data)
-    if not isinstance(output, torch.Tensor):
-        return False, f"expected a torch.Tensor, got {type(output).__name__}"
-    if output.shape != expected.shape:
-        return False, f"shape mismatch: got {tuple(output.shape)}, expected {tuple(expected.shape)}"
-    if output.dtype != expected.dtype:
-        return False, f"dtype mismatch: got {output.dtype}, expected {expected.dtype}"
+    wrong_form = form_mismatch(output, expected.shape, expected.dtype)
+    if wrong_form:
+        return False, wrong_form
     # Entries of C have a spread of about sqrt(k): the absolute tolerance follows it.
     atol = ATOL_PER_SQRT_K * math.sqrt(max(A.shape[1], 1))
     reason = count_mismatches(output, expected, rtol=RTOL, atol=atol)

@@ -2,7 +2,7 @@ import math
 
 import torch
 from task import input_t, output_t
-from utils import grading_device, seeded_generator
+from utils import form_mismatch, grading_device, seeded_generator
 
 BASE_RTOL = 1e-5
 ATOL = 1e-6
@@ -33,12 +33,9 @@ def rtol_for(n: int) -> float:
 def check_implementation(data: input_t, output: output_t) -> tuple[bool, str]:
     x, _ = data
     n = x.numel()
-    if not isinstance(output, torch.Tensor):
-        return False, f"expected a torch.Tensor, got {type(output).__name__}"
-    if output.shape != x.shape:
-        return False, f"shape mismatch: got {tuple(output.shape)}, expected {tuple(x.shape)}"
-    if output.dtype != torch.float32:
-        return False, f"dtype mismatch: got {output.dtype}, expected torch.float32"
+    wrong_form = form_mismatch(output, x.shape, torch.float32)
+    if wrong_form:
+        return False, wrong_form
     x64 = x.detach().double()
     expected = torch.cumsum(x64, dim=0).float().double()
     # The tolerance follows the running magnitude |x[0]| + ... + |x[i]| of each element.

@@ -21,8 +21,6 @@ from playwright.sync_api import Page, ViewportSize, expect, sync_playwright
 
 from rig.processes import free_port
 from tests.browser.site import (
-    ADMIN_NAME,
-    ADMIN_PASSWORD,
     SLOW_ADD,
     VECTORADD,
     Site,
@@ -31,6 +29,7 @@ from tests.browser.site import (
     api_verdict,
     launch,
     log_in,
+    log_in_as_organizer,
     log_out,
     renamed_problem_archive,
     running_site,
@@ -219,7 +218,7 @@ def phone_competitor_pages(page: Page, site: Site, out: Path) -> None:
 
 
 def organizer_pages(page: Page, site: Site, out: Path) -> None:
-    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    log_in_as_organizer(page, site)
     with tempfile.TemporaryDirectory() as scratch:
         archive = Path(scratch) / "vectoradd_bf16.tar.gz"
         archive.write_bytes(renamed_problem_archive("vectoradd", "vectoradd_v2"))
@@ -246,7 +245,7 @@ def password_pages(page: Page, site: Site, out: Path, inbox: Inbox) -> None:
     """An organizer's one-time link for grace, followed to a new password; ada asks on
     /forgot for a link by mail (opened on a phone below)."""
     page.on("dialog", lambda dialog: dialog.accept())  # "Password link" asks first
-    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    log_in_as_organizer(page, site)
     page.goto(site.url("/admin/users"))
     page.get_by_role("button", name="Password link for grace").click()
     link = page.locator("#reset-link").inner_text().strip()

@@ -103,6 +103,11 @@ def log_in(page: Page, site: Site, name: str, password: str) -> None:
     expect(page.locator(".account .who")).to_have_text(name)
 
 
+def log_in_as_organizer(page: Page, site: Site) -> None:
+    """As the admin account that ``running_site`` makes for every site."""
+    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+
+
 def log_out(page: Page) -> None:
     page.get_by_role("button", name="Log out", exact=True).click()
     expect(page.get_by_role("banner").get_by_role("link", name="Log in")).to_be_visible()

@@ -14,14 +14,13 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.site import (
-    ADMIN_NAME,
-    ADMIN_PASSWORD,
     VECTORADD,
     Site,
     add_user_with_password,
     api_submit,
     api_verdict,
     log_in,
+    log_in_as_organizer,
     log_out,
 )
 
@@ -162,6 +161,6 @@ def test_no_page_has_a_serious_or_critical_violation(
     log_in(view, site, COMPETITOR, f"{COMPETITOR}-password")
     check("competitor", visits.competitor)
     log_out(view)
-    log_in(view, site, ADMIN_NAME, ADMIN_PASSWORD)
+    log_in_as_organizer(view, site)
     check("organizer", visits.organizer)
     assert not failures, "\n".join(failures)

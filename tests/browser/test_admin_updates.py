@@ -12,10 +12,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.site import (
-    ADMIN_NAME,
-    ADMIN_PASSWORD,
     Site,
-    log_in,
+    log_in_as_organizer,
     renamed_problem_archive,
     sign_up,
 )
@@ -56,7 +54,7 @@ def test_an_admin_row_updates_itself_and_a_save_lands_in_view(
     name = f"polled-{device}"
     archive = tmp_path / "problem.tar.gz"
     archive.write_bytes(renamed_problem_archive("vectoradd", name))
-    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    log_in_as_organizer(page, site)
     page.goto(site.url("/admin/problems"))
     page.get_by_label("Archive").set_input_files(archive)
     page.get_by_role("button", name="Upload").click()
@@ -145,7 +143,7 @@ def test_the_header_fits_a_phone_and_is_reached_by_keyboard(page: Page, site: Si
     page.wait_for_url("**/submissions/mine")
 
     page.context.clear_cookies()
-    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    log_in_as_organizer(page, site)
     for path in ("/", "/admin/problems"):
         page.goto(site.url(path))
         page_fits(page, path)

@@ -11,10 +11,8 @@ import httpx
 from playwright.sync_api import Page, expect
 
 from tests.browser.site import (
-    ADMIN_NAME,
-    ADMIN_PASSWORD,
     Site,
-    log_in,
+    log_in_as_organizer,
     renamed_problem_archive,
     sign_up,
 )
@@ -39,7 +37,7 @@ def test_reloading_the_token_page_mints_no_second_token(page: Page, site: Site) 
 def test_saving_a_deadline_keeps_the_gpu_types(page: Page, site: Site) -> None:
     """vectorsum lists h200 and cpu; this site grades on cpu alone, so the form shows cpu
     only, and saving a deadline must leave h200 listed (as the audit log shows)."""
-    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    log_in_as_organizer(page, site)
     page.goto(site.url("/admin/problems"))
     row = page.locator("#p-vectorsum")
     expect(row).to_contain_text("Also listed, kept as they are: h200")
@@ -89,7 +87,7 @@ def test_a_live_problem_keeps_serving_while_it_is_validated_again(
 ) -> None:
     first = tmp_path / "first.tar.gz"
     first.write_bytes(renamed_problem_archive("vectoradd", "kept-up"))
-    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    log_in_as_organizer(page, site)
     page.goto(site.url("/admin/problems"))
     page.get_by_label("Archive").set_input_files(first)
     page.get_by_role("button", name="Upload").click()

@@ -50,7 +50,7 @@ def fill_sign_up(page: Any, site: Any, code: str, name: str) -> None:
 def test_an_invite_code_lets_one_person_sign_up(browser: Any, invite_site: Any) -> None:
     from playwright.sync_api import expect
 
-    from tests.browser.site import ADMIN_NAME, ADMIN_PASSWORD, log_in
+    from tests.browser.site import log_in_as_organizer
 
     code = new_code(invite_site)
     first = browser.new_context(viewport={"width": 1280, "height": 900})
@@ -70,7 +70,7 @@ def test_an_invite_code_lets_one_person_sign_up(browser: Any, invite_site: Any) 
 
     organizer = browser.new_context(viewport={"width": 1280, "height": 900})
     page = organizer.new_page()
-    log_in(page, invite_site, ADMIN_NAME, ADMIN_PASSWORD)
+    log_in_as_organizer(page, invite_site)
     page.goto(invite_site.url("/admin/invites"))
     row = page.locator(".admin-invites tr", has_text=code)
     expect(row).to_contain_text("1 of 1")

@@ -10,13 +10,12 @@ import httpx
 from playwright.sync_api import Browser, Page, expect
 
 from tests.browser.site import (
-    ADMIN_NAME,
-    ADMIN_PASSWORD,
     VECTORADD,
     Site,
     add_user_with_password,
     api_submit,
     log_in,
+    log_in_as_organizer,
     renamed_problem_archive,
     sign_up,
 )
@@ -25,7 +24,7 @@ from tests.browser.site import (
 def test_admin_adds_a_problem_by_upload(page: Page, site: Site, tmp_path: Path) -> None:
     archive = tmp_path / "doubled.tar.gz"
     archive.write_bytes(renamed_problem_archive("vectoradd", "vectoradd_doubled"))
-    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    log_in_as_organizer(page, site)
     page.get_by_role("link", name="Admin").click()
     page.get_by_label("Archive").set_input_files(archive)
     page.get_by_role("button", name="Upload").click()
@@ -68,7 +67,7 @@ def test_destructive_actions_ask_first(page: Page, site: Site) -> None:
     """Ban, make admin, hide, mark hacked, re-run, validate again, revoke, log out everywhere
     each ask before they act (site.js; the fixture answers yes)."""
     add_user_with_password(site.env, "dee", "dee-password", admin=False)
-    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    log_in_as_organizer(page, site)
     page.goto(site.url("/admin/users"))
     page.get_by_label("Reason for dee").fill("a second account")
     page.get_by_role("button", name="Ban dee").click()
@@ -85,7 +84,7 @@ def test_a_forgotten_password_is_reset_through_an_organizers_link(
     user opens it in a browser of their own, sets a new password and logs in with it; the
     link then says it was used."""
     add_user_with_password(site.env, "fay", "fay-old-password", admin=False)
-    log_in(page, site, ADMIN_NAME, ADMIN_PASSWORD)
+    log_in_as_organizer(page, site)
     page.goto(site.url("/admin/users"))
     page.get_by_role("button", name="Password link for fay").click()
     assert any(asked.startswith("Make a one-time link") for asked in page.confirmations)

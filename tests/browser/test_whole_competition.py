@@ -20,11 +20,9 @@ from playwright.sync_api import Browser, Page, expect
 from rig import competition as plan_
 from rig.processes import REPO_ROOT, kerneljudge
 from tests.browser.site import (
-    ADMIN_NAME,
-    ADMIN_PASSWORD,
     Site,
     api_verdict,
-    log_in,
+    log_in_as_organizer,
     sign_up,
     submit_by_form,
 )
@@ -106,7 +104,7 @@ def test_a_whole_competition_from_its_file_to_the_final_standings(
 
     # The organizer pastes the competition's file into the admin page.
     admin = browser.new_context().new_page()
-    log_in(admin, site, ADMIN_NAME, ADMIN_PASSWORD)
+    log_in_as_organizer(admin, site)
     plan = plan_.Plan.starting_in("spring-sprint", OPEN_IN_S, OPEN_S, FROZEN_S, final_runs=5)
     admin.goto(site.url("/admin/competitions"))
     admin.get_by_label("Competition file").fill(plan.file())

@@ -4,6 +4,7 @@ embedded broker (messages are really sent; no worker consumes them here)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ from server.app import create_app
 from server.db import migrate, session_scope
 from server.models import Problem, User
 from server.problems.service import sync_builtin_problems
+from server.settings import get_settings
 from server.submissions import reports
 from server.users.service import create_user, issue_token
 from tests.server.rows import added_submission
@@ -47,6 +49,20 @@ def make_account(*, admin: bool = False) -> Account:
         user = create_user(session, name, is_admin=admin)
         token = issue_token(session, user)
     return Account(name, token)
+
+
+@contextmanager
+def changed_settings(**values: str) -> Iterator[None]:
+    """The settings named (``gpu_types="cpu,h200"`` sets ``KJ_GPU_TYPES``) changed for the
+    block: the cached settings are read afresh on entry, and again once they are restored."""
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in values.items():
+                patch.setenv(f"KJ_{name.upper()}", value)
+            get_settings.cache_clear()
+            yield
+    finally:
+        get_settings.cache_clear()
 
 
 @pytest.fixture

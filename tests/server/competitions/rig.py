@@ -13,7 +13,7 @@ from sqlalchemy import select, update
 
 from server.db import session_scope
 from server.models import Competition, Problem, TeamMember, User, utcnow
-from tests.server.conftest import Account
+from tests.server.conftest import Account, make_account
 from tests.server.rows import added_submission
 from tests.server.web.test_web_pages import new_problem
 
@@ -21,6 +21,7 @@ _names = count()
 
 # Every competition here opened five days ago and closes in five days, unless a test says.
 OPENED = utcnow().replace(microsecond=0) - timedelta(days=5)
+LATER = OPENED + timedelta(days=30)  # for a competition that has not opened yet
 
 
 def unique(prefix: str) -> str:
@@ -93,6 +94,18 @@ async def enter(
     for member in members:
         registered_at(competition, member, OPENED)
     return str(made.json()["team"])
+
+
+async def red_and_blue(
+    client: httpx.AsyncClient, admin: Account, problem_names: list[str], **fields: Any
+) -> tuple[str, Account, Account]:
+    """A competition on these problems with two teams of one entered, Red and Blue: its name
+    and their members."""
+    name = await add_competition(client, admin, problem_names, **fields)
+    red, blue = make_account(), make_account()
+    await enter(client, name, red, team="Red")
+    await enter(client, name, blue, team="Blue")
+    return name, red, blue
 
 
 def registered_at(competition: str, member: Account, at: datetime) -> None:

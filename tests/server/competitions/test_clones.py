@@ -16,7 +16,14 @@ from typer.testing import CliRunner
 
 from server.cli import app as cli
 from server.competitions.winnowing import fingerprints, similarity
-from tests.server.competitions.rig import OPENED, add_competition, enter, problems, ranked
+from tests.server.competitions.rig import (
+    OPENED,
+    add_competition,
+    enter,
+    problems,
+    ranked,
+    red_and_blue,
+)
 from tests.server.conftest import Account, make_account
 from tests.server.web_client import sign_in
 
@@ -148,10 +155,7 @@ async def test_the_competition_page_lists_the_pairs_to_organizers_only(
 ) -> None:
     (problem,) = problems(1)
     admin_account = make_account(admin=True)
-    name = await add_competition(client, admin_account, [problem])
-    red, blue = make_account(), make_account()
-    await enter(client, name, red, team="Red")
-    await enter(client, name, blue, team="Blue")
+    name, red, blue = await red_and_blue(client, admin_account, [problem])
     at = OPENED + timedelta(hours=1)
     ranked(red, problem, 1e-3, at, code=TRITON)
     blue_id = ranked(blue, problem, 1.1e-3, at, code=TRITON_COPY)

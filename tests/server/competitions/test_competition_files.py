@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from server.cli import app as cli
 from tests.server.competitions.rig import (
+    LATER,
     OPENED,
     add_competition,
     competition_file,
@@ -26,8 +27,6 @@ from tests.server.conftest import Account, make_account
 from tests.server.users.test_audit_log import audit_entries
 
 pytestmark = pytest.mark.anyio
-
-LATER = OPENED + timedelta(days=30)  # a competition that has not opened yet
 
 # (what is wrong, the file's fields that make it so, what the message must say)
 MISTAKES: list[tuple[str, dict[str, Any], str]] = [

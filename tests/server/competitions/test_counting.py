@@ -30,6 +30,12 @@ HOUR = timedelta(hours=1)
 CLOSES = OPENED + timedelta(days=2)  # closed three days ago
 
 
+async def entry(client: httpx.AsyncClient, competition: str, team: str, problem: str) -> int:
+    """The submission the public standings show as the team's entry for the problem."""
+    board = await standings(client, competition)
+    return by_team(board)[team]["problems"][problem]["submission_id"]
+
+
 async def test_only_the_submissions_that_count_make_the_entry(
     client: httpx.AsyncClient, admin: Account
 ) -> None:
@@ -68,8 +74,7 @@ async def test_only_the_submissions_that_count_make_the_entry(
 
     # A member's better submission in time is the team's entry, whoever made it.
     better = ranked(bob, names[0], 4e-3, OPENED + 2 * HOUR)
-    board = await standings(client, name)
-    assert by_team(board)["Red"]["problems"][names[0]]["submission_id"] == better
+    assert await entry(client, name, "Red", names[0]) == better
 
 
 async def test_a_submission_counts_only_once_its_author_registered(
@@ -82,11 +87,9 @@ async def test_a_submission_counts_only_once_its_author_registered(
     registered_at(name, bob, OPENED + 3 * HOUR)
     ranked(bob, names[0], 1e-3, OPENED + 2 * HOUR)  # before bob joined: not the team's
     mine = ranked(ada, names[0], 2e-3, OPENED + HOUR)
-    board = await standings(client, name)
-    assert by_team(board)["Late Joiner"]["problems"][names[0]]["submission_id"] == mine
+    assert await entry(client, name, "Late Joiner", names[0]) == mine
     since = ranked(bob, names[0], 1.5e-3, OPENED + 4 * HOUR)
-    board = await standings(client, name)
-    assert by_team(board)["Late Joiner"]["problems"][names[0]]["submission_id"] == since
+    assert await entry(client, name, "Late Joiner", names[0]) == since
 
 
 async def test_a_late_submission_leaves_the_standings_as_they_were(

@@ -17,6 +17,7 @@ from tests.server.competitions.rig import (
     enter,
     problems,
     ranked,
+    red_and_blue,
     standings,
     time_passes,
 )
@@ -32,10 +33,7 @@ async def frozen_race(
     """Red leads at the freeze, an hour ago. The competition, its problem, and Red's and
     Blue's members."""
     names = problems(1)
-    name = await add_competition(client, admin, names)
-    red, blue = make_account(), make_account()
-    await enter(client, name, red, team="Red")
-    await enter(client, name, blue, team="Blue")
+    name, red, blue = await red_and_blue(client, admin, names)
     freeze = utcnow() - timedelta(hours=1)
     time_passes(name, freeze_at=freeze)
     ranked(red, names[0], 2e-3, OPENED + timedelta(hours=1))

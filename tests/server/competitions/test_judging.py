@@ -24,13 +24,13 @@ from tests.server.competitions.rig import (
     add_competition,
     by_team,
     competition_file,
-    enter,
     problems,
     ranked,
+    red_and_blue,
     standings,
     time_passes,
 )
-from tests.server.conftest import PASSED_REPORT, Account, make_account
+from tests.server.conftest import PASSED_REPORT, Account
 from tests.server.submissions.test_results import record
 
 pytestmark = pytest.mark.anyio
@@ -85,10 +85,7 @@ async def closed_race(
 ) -> tuple[str, list[str], Account, Account]:
     """Red leads every problem at the close, an hour ago; Blue is second everywhere."""
     names = problems(how_many)
-    name = await add_competition(client, admin, names, **fields)
-    red, blue = make_account(), make_account()
-    await enter(client, name, red, team="Red")
-    await enter(client, name, blue, team="Blue")
+    name, red, blue = await red_and_blue(client, admin, names, **fields)
     for problem in names:
         ranked(red, problem, 1e-3, OPENED + timedelta(hours=1))
         ranked(blue, problem, 2e-3, OPENED + timedelta(hours=2))
@@ -164,16 +161,13 @@ async def test_the_preview_under_geomean_speedup(client: httpx.AsyncClient, admi
     """Baseline 4 ms. At the close Red's 1 ms is a speedup of 4, Blue's 2 ms of 2; judged,
     Red's median is 2 ms (speedup 2) and Blue's 1 ms (4)."""
     names = problems(1)
-    name = await add_competition(
+    name, red, blue = await red_and_blue(
         client,
         admin,
         names,
         scoring="geomean_speedup",
         problems=[{"name": names[0], "baseline_s": 4e-3}],
     )
-    red, blue = make_account(), make_account()
-    await enter(client, name, red, team="Red")
-    await enter(client, name, blue, team="Blue")
     ranked(red, names[0], 1e-3, OPENED + timedelta(hours=1))
     ranked(blue, names[0], 2e-3, OPENED + timedelta(hours=2))
     time_passes(name, closes_at=utcnow() - timedelta(hours=1))

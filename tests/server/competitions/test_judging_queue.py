@@ -22,7 +22,14 @@ from server.models import Judging, OutboxMessage, Submission
 from server.outbox import dispatch, jobs
 from server.submissions import service as submissions
 from server.worker import recorders
-from tests.server.competitions.rig import OPENED, by_team, competition_file, iso, problems, unique
+from tests.server.competitions.rig import (
+    LATER,
+    by_team,
+    competition_file,
+    iso,
+    problems,
+    unique,
+)
 from tests.server.competitions.test_judging import (
     closed_race,
     grade,
@@ -35,8 +42,6 @@ from tests.server.web.test_competition_review import act, followed, organizer
 from tests.server.web_client import HTML
 
 pytestmark = pytest.mark.anyio
-
-LATER = OPENED + timedelta(days=30)  # a competition that has not opened yet
 WEEK = timedelta(days=7)
 PIN = {"device_name": "NVIDIA H200", "driver": "570.124.06", "torch": "2.9.0"}
 

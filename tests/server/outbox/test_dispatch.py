@@ -80,6 +80,19 @@ def finish(submission_id: int, seconds: float = 1.0) -> None:
     jobs.dispatch_after("cpu")
 
 
+def graded_in_turn(count: int) -> list[int]:
+    """The one free worker takes the waiting gradings one at a time, each to its end: the
+    order in which the outbox sent them."""
+    order = []
+    for _ in range(count):
+        [waiting] = sent()
+        order.append(waiting)
+        start(waiting)
+        assert sent() == [waiting]  # nothing more while the worker is busy
+        finish(waiting)
+    return order
+
+
 async def test_users_take_turns_so_one_backlog_does_not_hold_another_user_back(
     client: httpx.AsyncClient,
 ) -> None:
@@ -88,15 +101,8 @@ async def test_users_take_turns_so_one_backlog_does_not_hold_another_user_back(
     bob_job = await submit(client, bob)
     wait_for_sender()
     assert sent() == [ada_jobs[0]]  # one for the free worker; the rest wait in the outbox
-    order = []
-    for _ in range(4):
-        [waiting] = sent()
-        order.append(waiting)
-        start(waiting)
-        assert sent() == [waiting]  # nothing more while the worker is busy
-        finish(waiting)
     # Bob's turn comes before Ada's second.
-    assert order == [ada_jobs[0], bob_job, ada_jobs[1], ada_jobs[2]]
+    assert graded_in_turn(4) == [ada_jobs[0], bob_job, ada_jobs[1], ada_jobs[2]]
 
 
 async def test_test_mode_goes_before_ranked_runs(client: httpx.AsyncClient) -> None:

@@ -24,7 +24,7 @@ from server.settings import get_settings
 from server.submissions import payloads
 from server.users.service import authenticate
 from server.worker import gpu
-from tests.server.conftest import Account
+from tests.server.conftest import Account, changed_settings
 from tests.server.problems.test_problems_api import problem_zip, upload
 from tests.server.rows import added_submission
 from tests.server.users.test_audit_log import audit_entries
@@ -204,14 +204,11 @@ async def test_organizers_choose_the_device_types_and_each_new_one_is_validated(
     client: httpx.AsyncClient,
     browser: httpx.AsyncClient,
     admin: Account,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A problem whose benchmark cases are GPU-sized need not be offered on CPU workers:
     organizers pick its device types on the admin page; a change starts a validation round
     on the new set, and the audit log keeps it."""
-    monkeypatch.setenv("KJ_GPU_TYPES", "cpu,h200")
-    get_settings.cache_clear()
-    try:
+    with changed_settings(gpu_types="cpu,h200"):
         await upload(client, admin, problem_zip("devices"), "p.zip")
         assert record_round("devices") == [True, True]
         shown = (await client.get("/api/v1/problems/devices")).json()
@@ -244,9 +241,6 @@ async def test_organizers_choose_the_device_types_and_each_new_one_is_validated(
         ]
         # From its task.yml; a type this service does not offer (h100) is kept.
         assert {"gpu_types": [["h200", "h100", "cpu"], ["h200", "h100"]]} in changes
-    finally:
-        monkeypatch.delenv("KJ_GPU_TYPES")
-        get_settings.cache_clear()
 
 
 async def test_a_device_type_added_to_a_live_problem_is_offered_once_it_validated_there(
@@ -254,15 +248,12 @@ async def test_a_device_type_added_to_a_live_problem_is_offered_once_it_validate
     browser: httpx.AsyncClient,
     admin: Account,
     alice: Account,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Adding h200 to a problem live on cpu starts a round on both; until it passes on h200
     competitors are offered cpu alone (a submission for h200 is refused with the device
     types it may ask for), and the admin page says h200 waits for its validation. A round
     that fails on h200 leaves the problem on cpu."""
-    monkeypatch.setenv("KJ_GPU_TYPES", "cpu,h200")
-    get_settings.cache_clear()
-    try:
+    with changed_settings(gpu_types="cpu,h200"):
         await upload(client, admin, problem_zip("widening"), "p.zip")
         assert record_round("widening") == [True, True]
         await sign_in(browser, "widener", admin=True)
@@ -312,9 +303,6 @@ async def test_a_device_type_added_to_a_live_problem_is_offered_once_it_validate
         admin_page = (await browser.get("/admin/problems")).text
         row = admin_page.split('aria-label="widening graded on h200"', 1)[1].split("</label>")[0]
         assert "offered once validated" not in row
-    finally:
-        monkeypatch.delenv("KJ_GPU_TYPES")
-        get_settings.cache_clear()
 
 
 async def test_before_its_start_a_problem_is_hidden_from_competitors(

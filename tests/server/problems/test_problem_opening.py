@@ -78,7 +78,6 @@ async def test_a_scheduled_upload_says_when_it_opens(
     browser: httpx.AsyncClient,
     admin: Account,
     alice: Account,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     made = await upload(
         client, admin, problem_zip("soon"), "p.zip", starts_at="2099-01-02T03:04:00Z"

@@ -20,9 +20,8 @@ from server.db import session_scope
 from server.leaderboards import upkeep
 from server.models import OutboxMessage, Problem, Submission, SubmissionFile, utcnow
 from server.outbox import jobs
-from server.settings import get_settings
 from tests.server.competitions.rig import problems, ranked
-from tests.server.conftest import PASSED_REPORT, Account, make_account
+from tests.server.conftest import PASSED_REPORT, Account, changed_settings, make_account
 from tests.server.submissions.test_results import record
 from tests.server.users.test_audit_log import audit_entries
 
@@ -200,7 +199,7 @@ async def test_a_bad_filter_is_refused_by_name(
 
 
 async def test_an_empty_or_too_large_selection_is_refused(
-    client: httpx.AsyncClient, admin: Account, monkeypatch: pytest.MonkeyPatch
+    client: httpx.AsyncClient, admin: Account
 ) -> None:
     problem, red, *_ = race()
     empty = await rejudge(client, admin, problem=problem, status="timeout")
@@ -208,13 +207,8 @@ async def test_an_empty_or_too_large_selection_is_refused(
     wrong_version = await rejudge(client, admin, problem=problem, version=7)
     assert wrong_version.status_code == 422
     assert "version: problem" in wrong_version.json()["detail"]
-    monkeypatch.setenv("KJ_REJUDGE_MAX_SUBMISSIONS", "2")
-    get_settings.cache_clear()
-    try:
+    with changed_settings(rejudge_max_submissions="2"):
         over = await rejudge(client, admin, problem=problem)
-    finally:
-        monkeypatch.delenv("KJ_REJUDGE_MAX_SUBMISSIONS")
-        get_settings.cache_clear()
     assert over.status_code == 422 and "at most 2" in over.json()["detail"], over.text
     assert (await rejudge(client, red, problem=problem)).status_code == 403
     missing = await client.get("/api/v1/admin/rejudges/999999", headers=admin.headers)

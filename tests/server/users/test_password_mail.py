@@ -15,7 +15,7 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from rig.processes import free_port
-from server.settings import get_settings
+from tests.server.conftest import changed_settings
 from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form, sign_in
 
 pytestmark = pytest.mark.anyio
@@ -33,22 +33,21 @@ class Inbox:
 
 
 @pytest.fixture
-def inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Inbox]:
+def inbox() -> Iterator[Inbox]:
     received = Inbox()
     port = free_port()
     controller = Controller(received, hostname="127.0.0.1", port=port)
     controller.start()
-    monkeypatch.setenv("KJ_SMTP_HOST", "127.0.0.1")
-    monkeypatch.setenv("KJ_SMTP_PORT", str(port))
-    monkeypatch.setenv("KJ_SMTP_STARTTLS", "false")
-    monkeypatch.setenv("KJ_SMTP_FROM", "judge@example.org")
-    get_settings.cache_clear()
     try:
-        yield received
+        with changed_settings(
+            smtp_host="127.0.0.1",
+            smtp_port=str(port),
+            smtp_starttls="false",
+            smtp_from="judge@example.org",
+        ):
+            yield received
     finally:
         controller.stop()
-        monkeypatch.delenv("KJ_SMTP_HOST")
-        get_settings.cache_clear()
 
 
 async def ask(client: httpx.AsyncClient, name: str) -> httpx.Response:

@@ -14,6 +14,7 @@ from server.settings import InsecureSettings, Settings, get_settings
 from server.users.repository import get_user_by_name
 from server.users.service import moderate_user
 from server.web.sessions import secret_key
+from tests.server.conftest import changed_settings
 from tests.server.web_client import HTML, csrf_from, log_in, make_user, post_form, sign_in
 
 pytestmark = pytest.mark.anyio
@@ -70,23 +71,16 @@ async def test_every_post_route_checks_csrf(browser: httpx.AsyncClient) -> None:
     assert f">{admin}</a>" in (await browser.get("/", headers=HTML)).text
 
 
-async def test_session_cookie_flags(
-    browser: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_session_cookie_flags(browser: httpx.AsyncClient) -> None:
     name, _ = make_user()
     cookie = (await log_in(browser, name)).headers["set-cookie"].lower()
     assert "httponly" in cookie and "samesite=lax" in cookie and "secure" not in cookie
     assert "path=/" in cookie
 
-    monkeypatch.setenv("KJ_HTTPS", "true")
-    get_settings.cache_clear()
-    try:
+    with changed_settings(https="true"):
         transport = httpx.ASGITransport(app=create_app())
         async with httpx.AsyncClient(transport=transport, base_url="https://test") as secure:
             page = await secure.get("/login", headers=HTML)
-    finally:
-        monkeypatch.delenv("KJ_HTTPS")
-        get_settings.cache_clear()
     assert "secure" in page.headers["set-cookie"].lower()
 
 

@@ -12,8 +12,7 @@ import pytest
 
 from server.db import session_scope
 from server.models import Submission
-from server.settings import get_settings
-from tests.server.conftest import Account
+from tests.server.conftest import Account, changed_settings
 from tests.server.web.test_web_pages import graded, new_problem
 from tests.server.web_client import HTML, log_in, make_user, sign_in
 
@@ -107,17 +106,12 @@ def listed_cases(page: str, gpus: str) -> list[str]:
 
 
 async def test_the_problem_page_lists_the_cases_each_gpu_type_runs(
-    browser: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+    browser: httpx.AsyncClient,
 ) -> None:
     """vectorsum's GPU cases run to 64 Mi values; a CPU worker grades its cpu_benchmarks."""
-    monkeypatch.setenv("KJ_GPU_TYPES", "cpu,h200")
-    get_settings.cache_clear()
-    try:
+    with changed_settings(gpu_types="cpu,h200"):
         await sign_in(browser)  # a signed-in reader gets the page made for this request
         page = (await browser.get("/problems/vectorsum", headers=HTML)).text
-    finally:
-        monkeypatch.delenv("KJ_GPU_TYPES")
-        get_settings.cache_clear()
     assert listed_cases(page, "cpu") == ["65536", "262144", "1048576"]
     assert listed_cases(page, "h200") == ["1048576", "4194304", "16777216", "67108864"]
     assert "<dt>Benchmark cases</dt><dd>3 on cpu; 4 on h200</dd>" in page
