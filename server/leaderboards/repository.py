@@ -12,6 +12,7 @@ from sqlalchemy import (
     ColumnElement,
     Label,
     Row,
+    Subquery,
     and_,
     delete,
     func,
@@ -133,20 +134,11 @@ def frozen_rows(
 ) -> Sequence[Row[int, str, float, float | None, bool, int, datetime, int]]:
     """``board_rows`` as the board stood at ``until`` (a competition's freeze): each unbanned
     user's best ranked submission made before it, read from the submissions themselves."""
-    group = (Submission.problem_version, Submission.user_id)
-    best = (
-        select(
-            Submission.user_id,
-            Submission.score,
-            Submission.sol_fraction,
-            Submission.short_calls,
-            Submission.id,
-            Submission.created_at,
-            Submission.problem_version,
-            best_first(*group),
-        )
-        .where(*ranked_conditions(problem_id, gpu_type, versions), Submission.created_at < until)
-        .subquery()
+    best = best_ranked(
+        Submission.problem_id == problem_id,
+        Submission.gpu_type == gpu_type,
+        versions.condition(),
+        Submission.created_at < until,
     )
     return session.execute(
         select(
@@ -434,13 +426,11 @@ def clear_board_records(session: Session, board: Board) -> None:
     )
 
 
-def insert_entries(session: Session, problem_id: int | None) -> None:
-    """Each user's best ranked submission per board, straight from the submissions table."""
+def best_ranked(*conditions: ColumnElement[bool]) -> Subquery:
+    """The ranked submissions meeting ``conditions``, each with its ``place`` among its
+    user's on its board (``best_first``: place 1 is the user's entry there)."""
     board = (Submission.problem_id, Submission.gpu_type, Submission.problem_version)
-    conditions = ranked()
-    if problem_id is not None:
-        conditions.append(Submission.problem_id == problem_id)
-    best = (
+    return (
         select(
             *board,
             Submission.user_id,
@@ -451,9 +441,14 @@ def insert_entries(session: Session, problem_id: int | None) -> None:
             Submission.created_at,
             best_first(*board, Submission.user_id),
         )
-        .where(*conditions)
+        .where(*ranked(), *conditions)
         .subquery()
     )
+
+
+def insert_entries(session: Session, problem_id: int | None) -> None:
+    """Each user's best ranked submission per board, straight from the submissions table."""
+    best = best_ranked(*([] if problem_id is None else [Submission.problem_id == problem_id]))
     session.execute(
         insert(LeaderboardEntry).from_select(
             [
