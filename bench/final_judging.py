@@ -6,9 +6,10 @@ more) started, waited for and discarded, as many times as asked, the last one pu
     python -m bench.final_judging [--device cuda|cpu] [--entrants 10]
         [--problems vectoradd,vectorsum] [--runs 5] [--judgings 2] [--out FILE]
 
-Each entrant's kernel is its problem's example PyTorch solution plus a share of the same
-work done again (its `extra`: 0.05 redoes a twentieth of the rows), so the entries' times lie
-from the solution's own to 2.5 times it, several of them a few percent apart. Prints, and
+Each entrant's kernel (on vectoradd, vectorsum, rmsnorm or matmul: `REDO`) is its problem's
+example PyTorch solution plus a share of the same work done again (its `extra`: 0.05 redoes
+a twentieth of the rows), so the entries' times lie from the solution's own to 2.5 times
+it, several of them a few percent apart. Prints, and
 writes to --out, each judging's wall time, the time its gradings took (started to finished,
 summed) and that share of the wall time, each entry's K scores, their median and CV; then
 the largest CV among entries of 20 µs and more, and every pair of entries on one problem
@@ -52,6 +53,22 @@ REDO = {
         "        torch.sum(data[:rows])\n"
         "    return total\n",
         "data.shape[0]",
+    ),
+    "rmsnorm": (
+        "x, weight, _ = data\n"
+        "    out = torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, 1e-6)\n"
+        "    for rows in REDONE:\n"
+        "        torch.nn.functional.rms_norm(x[:rows], (x.shape[-1],), weight, 1e-6)\n"
+        "    return out\n",
+        "data[0].shape[0]",
+    ),
+    "matmul": (
+        "A, B = data\n"
+        "    out = torch.matmul(A, B)\n"
+        "    for rows in REDONE:\n"
+        "        torch.matmul(A[:rows], B)\n"
+        "    return out\n",
+        "data[0].shape[0]",
     ),
 }
 # A kernel's CV is held to 1% from this score up (shorter ones are launch-bound).

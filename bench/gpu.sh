@@ -32,7 +32,8 @@
 #             SWEEP_ONLY: globs, SWEEP_FROM: an earlier sweep's JSON to resume, JOBS,
 #             SWEEP_S, SWEEP_TIMEOUT, RK_COMMIT)
 #   judging   a competition's final judging through serve (final_judging.py): ENTRANTS (10)
-#             entrants on JUDGED (vectoradd,vectorsum), K=RUNS (5) or fewer where K would
+#             entrants on JUDGED (vectoradd,vectorsum; rmsnorm and matmul time kernels of
+#             90 µs and more), K=RUNS (5) or fewer where K would
 #             not fit JUDGING_S (480), JUDGINGS (1) judgings; COMPARE: an earlier run's
 #             final_judging.json, whose first judging is checked beside this one
 #             (final_judging.json)
