@@ -1,8 +1,9 @@
 """GPU MODE's `amd_distributed` problems (all2all, ag-gemm, gemm-rs) through the validation an
-upload gets (`grader.validate.validate`), on this host's device, with every case's
-`world_size` set to `--world-size` as loaded (their task.yml asks for 8 ranks; their files
-stay as published). One JSON line per problem: the verdict, the cases validated, the time
-and, where it failed, why; `--out` gets the lines and where they came from.
+upload gets (`grader.validate.validate`), on this host's device, as a worker host offering
+world sizes up to `--world-size` grades them (`KJ_WORLD_SIZES`: their task.yml asks for 8
+ranks, each case then runs on `--world-size`; their files stay as published). One JSON line
+per problem: the verdict, the cases validated, the time and, where it failed, why; `--out`
+gets the lines and where they came from.
 
     python -m bench.amd_distributed --root .ext/amd_distributed --world-size 2 --out FILE.json
                                     [--device cpu|cuda] [--commit SHA] [--only NAME ...]
@@ -15,38 +16,30 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from bench.provenance import provenance
-from grader.problem import Problem, ProblemError, example_solutions, load_problem
+from grader.hostsettings import WORLD_SIZES_ENV
+from grader.problem import ProblemError, example_solutions, load_problem
 from grader.report import ValidationStatus
 from grader.validate import validate
 
 PROBLEMS = ("all2all", "ag-gemm", "gemm-rs")
-CASE_LISTS = ("tests", "benchmarks", "cpu_benchmarks")
 REASON_CHARS = 2000
-
-
-def at_world_size(problem: Problem, world_size: int) -> Problem:
-    """The problem with every case on `world_size` ranks."""
-    spec = dict(problem.spec)
-    for key in CASE_LISTS:
-        if spec.get(key):
-            spec[key] = [{**case, "world_size": world_size} for case in spec[key]]
-    return replace(problem, spec=spec)
 
 
 def validate_one(folder: Path, world_size: int, device: str) -> dict[str, Any]:
     """One problem's line: loaded as an upload is, validated at `world_size`."""
     started = time.monotonic()
     line: dict[str, Any] = {"problem": folder.name, "world_size": world_size, "device": device}
+    os.environ[WORLD_SIZES_ENV] = str(world_size)
     try:
-        problem = at_world_size(load_problem(folder), world_size)
+        problem = load_problem(folder)
     except ProblemError as exc:
         return {**line, "status": "refused", "reason": str(exc), "wall_s": 0.0}
     report = validate(problem, example_solutions(folder), device=device)

@@ -22,12 +22,14 @@ from typing import Any
 from grader import inputs, replies
 from grader.device import detect_device, fingerprint
 from grader.harness import MESSAGE_CAP
+from grader.hostsettings import HostSettings
 from grader.plausibility import label
 from grader.precision import Precision
 from grader.problem import Problem
 from grader.rankreference import ReferenceGroup
 from grader.ranksession import RankOutcome, RankSession, verdict
 from grader.report import (
+    RANKS_SCALED_FLAG,
     RUNNER_CLOCK_FINDING,
     SCREENING_FLAG,
     CaseKind,
@@ -59,6 +61,36 @@ NOT_BUILT = (
 def _capped(text: str) -> str:
     """A message as long as a single-device grading's may be (a rank's error is its own)."""
     return text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + " [...]"
+
+
+def offered(cases: list[dict[str, Any]], sizes: tuple[int, ...]) -> list[dict[str, Any]]:
+    """The cases as this host grades them: where it offers only some world sizes (`sizes`,
+    KJ_WORLD_SIZES), a case asking for another runs on the largest offered below it; none
+    below it ends the grading in `error`, as the worker's shortfall."""
+    asked = world_sizes(cases)
+    if not sizes:
+        return cases
+    graded = []
+    for case, size in zip(cases, asked, strict=True):
+        below = [offer for offer in sizes if offer <= size]
+        if not below:
+            shown = ", ".join(map(str, sizes))
+            raise Stop(
+                Status.ERROR,
+                f"this worker offers world sizes {shown}; case {label(case)} asks for {size}",
+            )
+        graded.append({**case, "world_size": size if size in sizes else max(below)})
+    return graded
+
+
+def scaled_flag(asked: list[int], graded: list[int], sizes: tuple[int, ...]) -> str | None:
+    """The report's flag where some case runs on fewer ranks than it asks for."""
+    if asked == graded:
+        return None
+    pairs = sorted({(a, g) for a, g in zip(asked, graded, strict=True) if a != g})
+    said = ", ".join(f"{g} where a case asks for {a}" for a, g in pairs)
+    offers = ", ".join(map(str, sizes))
+    return f"{RANKS_SCALED_FLAG}{said} (this worker offers world sizes {offers})"
 
 
 def world_sizes(cases: list[dict[str, Any]]) -> list[int]:
@@ -163,7 +195,13 @@ class _RankGrading:
         try:
             if not cases:
                 raise Stop(Status.ERROR, f"the problem has no {kind} cases")
+            host_sizes = HostSettings.from_env().world_sizes
+            asked = world_sizes(cases)
+            cases = offered(cases, host_sizes)
             sizes = world_sizes(cases)
+            flag = scaled_flag(asked, sizes, host_sizes)
+            if flag is not None:
+                self.report.flags.append(flag)
             trusted = self.problem.write_trusted(root)
             self._progress(Progress(ProgressPhase.LOAD))
             names = [Path(name).stem for name in self.problem.files if name.endswith(".py")]

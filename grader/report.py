@@ -141,13 +141,17 @@ def error_class(status: Status | str, message: str, flags: list[str]) -> ErrorCl
 # The finding of a flag the harness sets when a runner's own clock claims less than the
 # grader's clock allows (grader/harness.py); its text reads "case ...: " then this.
 RUNNER_CLOCK_FINDING = "the runner's own median of "
+# The flag of a multi-rank grading whose cases ran on fewer ranks than they ask for, as its
+# worker host offers (KJ_WORLD_SIZES, grader/rankharness.py).
+RANKS_SCALED_FLAG = "ranks: graded at "
 SCREENING_FLAG = "screening: "
 
 
 def flag_code(flag: str) -> str:
     """A flag's stable code, for programs: `screening.<reason>` for a screening finding
     (grader/screen.py's REASON_CODES), `timing.runner_clock` for a runner's clock under
-    the grader's, the service's own flags as they are, and `other` for any other text.
+    the grader's, `ranks.scaled` for cases graded on fewer ranks than they ask for, the
+    service's own flags as they are, and `other` for any other text.
     Read from the fixed parts of the text only (a finding's reason is its last part)."""
     if flag in (GRADER_FAILURE, INVALID_REPORT):
         return flag
@@ -158,6 +162,8 @@ def flag_code(flag: str) -> str:
         return "screening.other"
     if flag.startswith("case ") and RUNNER_CLOCK_FINDING in flag:
         return "timing.runner_clock"
+    if flag.startswith(RANKS_SCALED_FLAG):
+        return "ranks.scaled"
     return "other"
 
 
