@@ -65,11 +65,12 @@ def test_the_readme_tables_name_every_setting_and_no_other() -> None:
 
 def test_each_host_setting_is_read_from_its_variable() -> None:
     """The names above are the ones `from_env` reads: each changes its field."""
-    read = HostSettings.from_env(dict.fromkeys(host_names(), "/kj"))
+    read = HostSettings.from_env(dict.fromkeys(host_names(), "/kj") | {"KJ_WORLD_SIZES": "2"})
     assert read == HostSettings(
         sandbox_ro_paths=("/kj",),
         ncu="/kj",
         gpu_clock="/kj",
+        world_sizes=(2,),
         sandbox=SandboxSettings(bwrap="/kj", sandbox_cgroup="/kj"),
     )
     assert HostSettings.from_env({}) == HostSettings()
