@@ -1,8 +1,9 @@
 """Profile mode: what took the time in a submission's calls. The runner profiles a few calls
 on a case's public inputs with torch.profiler (`profile_calls`, inside the sandbox, around
-an NVTX range named `kj-submission`); the harness keeps only a bounded, well-formed table
-of it (`table_from_reply`). A profile is its author's to read and never times a ranking,
-so what the submission could bend in it misleads only itself."""
+an NVTX range named `kj-submission`; in a multi-rank grading every rank does, on its own
+inputs); the harness keeps only a bounded, well-formed table of it (`table_from_reply`). A
+profile is its author's to read and never times a ranking, so what the submission could
+bend in it misleads only itself."""
 
 from __future__ import annotations
 
@@ -35,11 +36,16 @@ _NUMBERS = ("self_us", "total_us", "self_device_us", "device_us")
 def profile_calls(kernel: Callable[[Any], Any], data: Any, device: str) -> dict[str, Any]:
     """Runs in the runner: one call to warm up, then PROFILED_CALLS calls profiled."""
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
-    kernel(data)
-    sync()
     activities = [torch.profiler.ProfilerActivity.CPU]
     if device == "cuda":
         activities.append(torch.profiler.ProfilerActivity.CUDA)
+    # The profiler's first start in a process takes seconds: started and stopped once before
+    # the warm-up call, so that in a multi-rank grading every rank leaves the warm-up call's
+    # collectives together and no rank's profiled calls wait for a peer's profiler to start.
+    with torch.profiler.profile(activities=activities):
+        pass
+    kernel(data)
+    sync()
     with torch.profiler.profile(activities=activities) as profiler:
         started = time.perf_counter()
         if device == "cuda":
@@ -101,9 +107,10 @@ def _row(event: Any) -> dict[str, Any]:
     }
 
 
-def table_from_reply(reply: dict[str, Any], why_not_ncu: str) -> Profile:
+def table_from_reply(reply: dict[str, Any], why_not_ncu: str, rank: int | None = None) -> Profile:
     """The runner's profile as the report keeps it: bounded and of the expected shape, or
-    the grading stops with an error. `why_not_ncu`: why this is no Nsight Compute profile."""
+    the grading stops with an error. `why_not_ncu`: why this is no Nsight Compute profile;
+    `rank`: the rank that sent it, in a multi-rank grading."""
     profile = reply.get("profile")
     if not isinstance(profile, dict) or not isinstance(profile.get("rows"), list):
         raise Stop(Status.REJECTED, "the runner answered the profile request without a profile")
@@ -127,6 +134,7 @@ def table_from_reply(reply: dict[str, Any], why_not_ncu: str) -> Profile:
         calls=_count(profile.get("calls")),
         wall_us_per_call=_number(profile.get("wall_us_per_call")),
         rows=rows,
+        rank=rank,
     )
 
 

@@ -9,7 +9,9 @@ from the send of its call request, which carries its inputs (so no untimed momen
 their arrival), to its output's arrival, less what the request and its inputs' bytes cost
 that rank before the submission was loaded; the score of a call is its slowest rank's (the
 slowest rank finishes the collective). A rank's own clock is only shown, and flagged where it
-claims far less. Built so far: the CPU (gloo); test, benchmark and leaderboard modes."""
+claims far less. Profile mode checks each case's call as benchmark mode does, then every rank
+profiles its own calls with torch.profiler, and the case keeps one table per rank. Built so
+far: the CPU (gloo), in every mode."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader import inputs, replies
+from grader import inputs, profiling, replies
 from grader.device import detect_device, fingerprint
 from grader.harness import MESSAGE_CAP
 from grader.hostsettings import HostSettings
@@ -52,10 +54,7 @@ MAX_TIMED_CALLS = 50
 # A rank whose own median is under this share of the harness's figure for it is flagged.
 OWN_CLOCK_SHARE = 0.5
 HARNESS_CLOCK = "rank calls"
-NOT_BUILT = (
-    "multi-rank problems are graded on the CPU (gloo) in test, benchmark and leaderboard "
-    "mode only so far"
-)
+NOT_BUILT = "multi-rank problems are graded on the CPU (gloo) only so far"
 
 
 def _capped(text: str) -> str:
@@ -140,7 +139,7 @@ def grade_ranks(
         report.status = Status.ERROR
         report.message = f"this problem {lacking.message}" if device_kind else lacking.message
         return report
-    if device != "cpu" or mode == Mode.PROFILE:
+    if device != "cpu":
         report.status, report.message = Status.ERROR, f"this worker cannot grade it: {NOT_BUILT}"
         return report
     if screen:
@@ -259,7 +258,9 @@ class _RankGrading:
             result = CaseResult(kind=kind, params=dict(case), status=Status.RUNNING)
             self.report.cases.append(result)
             failure = self._call(session, reference, case, 0, f"case {label(case)}")[2]
-            if not failure and kind == CaseKind.BENCHMARK:
+            if not failure and self.mode == Mode.PROFILE:
+                self._profile(session, reference, case, result)
+            elif not failure and kind == CaseKind.BENCHMARK:
                 failure = self._time(session, reference, case, result)
             result.status = Status.FAILED if failure else Status.PASSED
             result.message = _capped(failure)
@@ -348,6 +349,28 @@ class _RankGrading:
         self._flag_own_clocks(case, result.ranks)
         return ""
 
+    def _profile(
+        self,
+        session: RankSession,
+        reference: ReferenceGroup,
+        case: dict[str, Any],
+        result: CaseResult,
+    ) -> None:
+        """Every rank's calls on the case's public inputs under torch.profiler (all ranks at
+        once, so that the collectives in them meet), each rank's table kept apart, naming
+        it. Profile mode on the CPU only: Nsight Compute per rank is not built."""
+        seeded = inputs.seeded_case(case, self.ranked_seed, repeat=0)
+        data = reference.generate(seeded, self.deadline)
+        world = range(case["world_size"])
+        outcomes = session.exchange([{"op": "profile", "data": one} for one in data], world)
+        stop = verdict(outcomes, f"case {label(case)} (profiled calls)")
+        if stop is not None:
+            raise stop
+        result.rank_profiles = [
+            profiling.table_from_reply(outcome.reply, profiling.ON_CPU, rank=outcome.rank)
+            for outcome in outcomes
+        ]
+
     def _flag_own_clocks(self, case: dict[str, Any], ranks: list[RankTime]) -> None:
         """A rank claiming far less than the harness measured is flagged for review (it
         cannot change the score: the harness's clock ranks)."""
@@ -371,6 +394,12 @@ class _RankGrading:
         self.report.status = Status.PASSED
         if self.mode == Mode.TEST:
             self.report.message = f"all {count} test cases passed"
+            return
+        if self.mode == Mode.PROFILE:
+            self.report.message = (
+                f"all {count} benchmark cases passed and were profiled on every rank "
+                f"({profiling.TOOL}; no score: a profile never ranks)"
+            )
             return
         medians = [c.time.median_s for c in self.report.cases if c.time]
         self.report.score = geometric_mean(medians)

@@ -1,7 +1,9 @@
 """The ranks of a multi-rank grading, inside one sandbox: a launcher starts one process per
 rank, each on its own channel to the harness. A rank imports the submission, joins the
 process group (gloo over the sandbox's own loopback, made once per world size, never per
-case), and calls `custom_kernel` on the inputs each call request carries.
+case), and calls `custom_kernel` on the inputs each call request carries; in profile mode,
+a profile request's calls are run under torch.profiler (grader/profiling.py's, as a single
+device's runner does) and the rank sends back its own table.
 
 Nothing here is trusted: a rank can change anything in its own process and talk to its
 peers, so the harness times every call on its own clock and checks every rank's output
@@ -25,6 +27,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from grader.profiling import profile_calls
 from grader.protocol import ChannelClosed, recv_message
 from grader.rankinputs import rebuilt
 from grader.runner import answer_calls, leave, load_submission, plain_output, tell
@@ -39,9 +42,10 @@ GROUP_FILE = "/tmp/kj-rank-group-{world_size}-{generation}"
 class Rank:
     """One rank's state: its kernel and its group."""
 
-    def __init__(self, rank: int, kernel: Callable[[Any], Any]) -> None:
+    def __init__(self, rank: int, kernel: Callable[[Any], Any], device: str) -> None:
         self.rank = rank
         self.kernel = kernel
+        self.device = device
         self.in_group = False
         self.generation = 0
 
@@ -55,6 +59,11 @@ class Rank:
             output = plain_output(self.kernel(data))
             own_s = time.perf_counter() - started
             return {"ok": True, "output": output, "own_s": own_s}
+        if op == "profile":
+            # Every rank of the case gets one at once: the same calls on each, so the
+            # collectives in them meet.
+            data = rebuilt(request.get("data"))
+            return {"ok": True, "profile": profile_calls(self.kernel, data, self.device)}
         if op == "ping":
             return {"ok": True}
         return {"ok": False, "error": f"unknown request {op!r}"}
@@ -95,7 +104,7 @@ def serve_rank(sock: socket.socket, rank: int, device: str) -> None:
         return
     kernel = load_submission(sock, device)
     if kernel is not None:
-        answer_calls(sock, device, Rank(rank, kernel).handle)
+        answer_calls(sock, device, Rank(rank, kernel, device).handle)
 
 
 def launch(fds: list[int], device: str) -> None:

@@ -64,19 +64,25 @@ def _named(ranks: list[int]) -> str:
 def verdict(outcomes: list[RankOutcome], what: str) -> Stop | None:
     """None when every rank answered; else the grading's end, naming the ranks at fault: a
     rank that exited before one that raised (a peer left waiting in a collective raises
-    once its partner is gone), and either before one that fell silent (a peer blocked
-    behind a dead or failed rank is a victim, not a cause)."""
+    once its partner is gone), the rank that raised first before those that raised after it
+    (their error is the collective their peer left), and either before one that fell silent
+    (a peer blocked behind a dead or failed rank is a victim, not a cause)."""
     exited = _ranks(outcomes, RankState.EXITED)
     if exited:
         return Stop(Status.ERROR, f"{_named(exited)} exited during {what}")
-    raised = [o for o in outcomes if o.state == RankState.RAISED]
+    # In the order their answers came (sorted() is stable: rank order where none was timed).
+    raised = sorted((o for o in outcomes if o.state == RankState.RAISED), key=lambda o: o.wall_s)
     if raised:
         first = raised[0]
         error = str(first.reply.get("error", "unknown error"))
         if first.reply.get("phase") == "import":
             return Stop(Status.ERROR, f"{LOAD_FAILED} (rank {first.rank}):\n" + tail(error))
-        ranks = _named([o.rank for o in raised])
-        return Stop(Status.ERROR, f"custom_kernel raised on {ranks} during {what}:\n" + tail(error))
+        later = [o.rank for o in raised[1:]]
+        after = f" ({_named(later)} raised after it)" if later else ""
+        return Stop(
+            Status.ERROR,
+            f"custom_kernel raised on rank {first.rank} during {what}{after}:\n" + tail(error),
+        )
     silent = _ranks(outcomes, RankState.SILENT)
     if silent:
         answered = _ranks(outcomes, RankState.ANSWERED)

@@ -347,7 +347,8 @@ class Roofline:
 class Profile:
     """Profile mode: what took the time in a case's profiled calls (grader/profiling.py),
     Nsight Compute's kernels where it ran (grader/nsight.py), else torch.profiler's
-    operations and why there is no Nsight Compute profile."""
+    operations and why there is no Nsight Compute profile. In a multi-rank case
+    (grader/rankharness.py) each rank's calls have a profile of their own, naming the rank."""
 
     tool: str
     version: str | None = field(default=None, metadata=SOMETIMES)  # Nsight Compute's
@@ -358,6 +359,8 @@ class Profile:
     kernels: list[dict[str, Any]] | None = field(default=None, metadata=SOMETIMES)
     # torch.profiler: one row per operation (grader/profiling.py's figures by name).
     rows: list[dict[str, Any]] | None = field(default=None, metadata=SOMETIMES)
+    # The rank whose calls these are, in a multi-rank case's `rank_profiles`.
+    rank: int | None = field(default=None, metadata=SOMETIMES)
 
 
 @dataclass
@@ -378,9 +381,17 @@ class CaseResult:
     # fastest and the slowest rank (the skew); absent for single-device cases.
     ranks: list[RankTime] | None = field(default=None, metadata=SOMETIMES)
     rank_skew_s: float | None = field(default=None, metadata=SOMETIMES)
+    # Profile mode on a multi-rank case: one profile per rank, in rank order (`profile`
+    # stays None: no rank's calls stand for the others').
+    rank_profiles: list[Profile] | None = field(default=None, metadata=SOMETIMES)
 
     def to_dict(self) -> dict[str, Any]:
         return plain_dict(self)
+
+    @property
+    def profiles(self) -> list[Profile]:
+        """Every profile of the case: its own, or one per rank; none outside profile mode."""
+        return ([self.profile] if self.profile is not None else []) + (self.rank_profiles or [])
 
     @property
     def passed(self) -> bool:

@@ -305,9 +305,10 @@ def why_no_profile(submission: dict[str, Any]) -> str:
     if submission.get("mode") != PROFILE_MODE:
         return f"only profile mode makes one, and this is a {submission.get('mode')}-mode run"
     for case in submission.get("cases") or []:
-        why = (case.get("profile") or {}).get("why_not_ncu")
-        if why:
-            return str(why)
+        for profile in [case.get("profile"), *(case.get("rank_profiles") or [])]:
+            why = (profile or {}).get("why_not_ncu")
+            if why:
+                return str(why)
     if submission.get("status") != "passed":
         return f"the grading ended {submission.get('status')} before its calls were profiled"
     return "the worker made none"

@@ -110,16 +110,20 @@ def cases_table(cases: list[dict[str, Any]]) -> Table:
 def profile_tables(out: Console, cases: list[dict[str, Any]]) -> None:
     """Profile mode: each case's kernels as Nsight Compute measured them, or where it could
     not run, the heaviest torch.profiler operations per call and why there is no Nsight
-    Compute profile."""
-    profiled = [(label, case) for label, case in zip(labels(cases), cases, strict=True)
-                if case.get("profile")]  # fmt: skip
-    kernels = [case["profile"] for _, case in profiled if case["profile"].get("tool") == NCU]
-    operations = [case["profile"] for _, case in profiled if case["profile"].get("tool") != NCU]
-    for label, case in profiled:
-        if case["profile"].get("tool") == NCU:
-            out.print(kernels_table(label, case))
+    Compute profile; a multi-rank case's, one table per rank."""
+    profiled = [(label, case, profile)
+                for label, case in zip(labels(cases), cases, strict=True)
+                for profile in [case.get("profile"), *(case.get("rank_profiles") or [])]
+                if profile]  # fmt: skip
+    kernels = [profile for _, _, profile in profiled if profile.get("tool") == NCU]
+    operations = [profile for _, _, profile in profiled if profile.get("tool") != NCU]
+    for label, case, profile in profiled:
+        if profile.get("rank") is not None:
+            label = f"{label}, rank {profile['rank']}"
+        if profile.get("tool") == NCU:
+            out.print(kernels_table(label, case, profile))
         else:
-            out.print(operations_table(label, case))
+            out.print(operations_table(label, case, profile))
     if kernels:
         tool = f"Nsight Compute {kernels[0].get('version') or ''}".rstrip()
         out.print(Text(f"{tool}, {kernels[0].get('calls')} calls a case: {NCU_LEGEND}"))
@@ -129,8 +133,7 @@ def profile_tables(out: Console, cases: list[dict[str, Any]]) -> None:
                        f"call; no Nsight Compute profile: {first.get('why_not_ncu')}"))  # fmt: skip
 
 
-def kernels_table(label: str, case: dict[str, Any]) -> Table:
-    profile = case["profile"]
+def kernels_table(label: str, case: dict[str, Any], profile: dict[str, Any]) -> Table:
     table = Table("kernel", "launches", "duration", "memory", "compute", "occupancy",
                   "regs", "shared B", "block × grid", "top stalls",
                   title=f"{label} ({params(case)}): Nsight Compute")  # fmt: skip
@@ -152,8 +155,7 @@ def kernels_table(label: str, case: dict[str, Any]) -> Table:
     return table
 
 
-def operations_table(label: str, case: dict[str, Any]) -> Table:
-    profile = case["profile"]
+def operations_table(label: str, case: dict[str, Any], profile: dict[str, Any]) -> Table:
     calls = max(1, int(profile.get("calls") or 1))
     table = Table("operation or kernel", "on", "calls", "self CPU", "CPU total", "self GPU",
                   title=f"{label} ({params(case)}): " + figures.profiled_call(

@@ -107,8 +107,9 @@ def without_source(submission: Submission, report: Report) -> DisclosedReport:
             case,
             message=PRIVATE if case.message and not case.passed else case.message,
             # A profile (and its Nsight Compute report) names the submission's own
-            # functions and kernels.
+            # functions and kernels; so does each rank's.
             profile=None,
+            rank_profiles=None,
         )
         for case in report.cases
     ]

@@ -94,8 +94,9 @@ def missing(submission: Submission, name: str) -> str:
             "results step's log says why)"
         )
     for case in report.cases:
-        if case.profile is not None and case.profile.why_not_ncu:
-            return f"{head}: {case.profile.why_not_ncu}"
+        for profile in case.profiles:
+            if profile.why_not_ncu:
+                return f"{head}: {profile.why_not_ncu}"
     return f"{head}; {WHY_NONE}"
 
 

@@ -191,6 +191,19 @@ def test_the_verdict_blames_the_rank_that_died_not_its_waiting_peers() -> None:
     assert verdict([_outcome(0, RankState.ANSWERED)], "call 1") is None
 
 
+def test_the_verdict_shows_the_error_of_the_rank_that_raised_first() -> None:
+    """A peer whose collective its partner left raises too, later: the first error is the
+    one shown, and the later ranks are named after it."""
+    culprit = RankOutcome(1, RankState.RAISED, {"error": "ValueError: my own bug"}, 0.010)
+    victim = RankOutcome(0, RankState.RAISED, {"error": "RuntimeError: Connection reset"}, 0.015)
+    stop = verdict([victim, culprit], "call 1")
+    assert stop is not None and stop.status == Status.ERROR
+    assert stop.message == (
+        "custom_kernel raised on rank 1 during call 1 (rank 0 raised after it):\n"
+        "ValueError: my own bug"
+    )
+
+
 def test_validation_checks_that_every_case_names_its_ranks(allreduce: Problem) -> None:
     from grader.validate import check_reference
 

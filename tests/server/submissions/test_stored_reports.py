@@ -4,7 +4,8 @@ below are those `git log -p grader/report.py server/submissions/schemas.py` show
 written: a first report of plain dicts, cases without runner_time or profile, reports from
 before phases, files, cases_wall_s, device_peaks' cache_bytes or the worker's fingerprint,
 the results step's own error for an invalid report (no problem, mode "" and device ""), a
-worker's failure with no cases, keys no longer known, and today's."""
+worker's failure with no cases, keys no longer known, today's, and a multi-rank profile
+(one profile per rank)."""
 
 from __future__ import annotations
 
@@ -148,6 +149,29 @@ FINGERPRINT = {
 }
 BEFORE_FINGERPRINTS = TODAY
 TODAY = {**BEFORE_FINGERPRINTS, "fingerprint": FINGERPRINT}
+# Profile mode on a multi-rank problem: the case's own profile is null, and each rank's
+# torch.profiler table names its rank.
+RANK_PROFILES = {
+    **TODAY,
+    "mode": "profile",
+    "score": None,
+    "cases": [
+        {
+            **CASE_OF_OLD,
+            "time": None,
+            "roofline": None,
+            "profile": None,
+            "rank_profiles": [
+                {
+                    **WITH_PROFILE["cases"][0]["profile"],
+                    "why_not_ncu": "a CPU worker: Nsight Compute profiles CUDA kernels only",
+                    "rank": rank,
+                }
+                for rank in range(2)
+            ],
+        }
+    ],
+}
 
 SHAPES = {
     "first": FIRST,
@@ -156,6 +180,7 @@ SHAPES = {
     "profile mode with files": WITH_PROFILE,
     "before fingerprints": BEFORE_FINGERPRINTS,
     "today": TODAY,
+    "profile mode on several ranks": RANK_PROFILES,
     "invalid report of old": INVALID_OF_OLD,
     "worker failure with no cases": WORKER_FAILURE_OF_OLD,
     "with keys no longer known": WITH_UNKNOWN_KEYS,
@@ -205,16 +230,19 @@ async def test_a_stored_report_of_every_shape_reads_and_renders(
             assert shown["time"]["median_s"] == kept["time"]["median_s"]
     assert body["files"] == raw.get("files", {})
     if "fingerprint" in raw:
-        clocks = [case["time"]["sm_clock_mhz"] for case in raw["cases"]]
+        clocks = [case["time"]["sm_clock_mhz"] for case in raw["cases"] if case["time"]]
         assert body["fingerprint"] == {
             **raw["fingerprint"],
-            "sm_clock_mhz": [min(clocks), max(clocks)],
+            "sm_clock_mhz": [min(clocks), max(clocks)] if clocks else None,
         }
     else:
         assert body["fingerprint"] is None
     if shape == "today":
         # Today's report reads on the API as the worker wrote it, key for key.
         assert body["cases"] == raw["cases"]
+    for case, kept in zip(report.cases, raw["cases"], strict=True):
+        ranks = [profile["rank"] for profile in kept.get("rank_profiles") or []]
+        assert [profile.rank for profile in case.rank_profiles or []] == ranks
 
     page = await browser.get(f"/submissions/{sid}", headers={**HTML, **alice.headers})
     assert page.status_code == 200
