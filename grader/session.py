@@ -13,6 +13,7 @@ import os
 import select
 import shutil
 import socket
+import statistics
 import sys
 import tempfile
 import time
@@ -126,15 +127,10 @@ class Overheads:
         return self.round_trip_s + copy_s
 
 
-def median(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2]
-
-
 def disagreeing(points: list[tuple[float, float]]) -> list[int]:
     """The calibration points whose window cost lies further than CALIBRATION_AGREEMENT from
     the median of all the points' costs."""
-    middle = median([cost for _, cost in points])
+    middle = statistics.median_high([cost for _, cost in points])
     return [
         index
         for index, (_, cost) in enumerate(points)
@@ -340,7 +336,8 @@ class RunnerSession:
         alone: list[float] = []
         costs: list[float] = []
         for _ in range(CALIBRATION_ROUNDS):
-            alone_s = median(gate.copies_alone_s(target, source, opened.flush, CALIBRATION_ALONE))
+            copies = gate.copies_alone_s(target, source, opened.flush, CALIBRATION_ALONE)
+            alone_s = statistics.median_high(copies)
             # This process queues its windows once the runner has queued its calls, as in a
             # round of a submission's windows (grader/clock.py).
             message = {"op": "windows", "seq": opened.next_seq, "count": CALIBRATION_WINDOWS,
@@ -354,7 +351,7 @@ class RunnerSession:
             counted = measured[CALIBRATION_SKIPPED:]
             alone.append(alone_s)
             costs.append(sum(counted) / len(counted) - alone_s)
-        return median(alone), max(0.0, median(costs))
+        return statistics.median_high(alone), max(0.0, statistics.median_high(costs))
 
     # -- the channel ------------------------------------------------------------------------
 
