@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
@@ -193,11 +193,19 @@ def entry_versions(session: Session, problem_id: int) -> list[int]:
     )
 
 
-def competitor_counts(session: Session) -> dict[int, int]:
-    """Problem id -> how many users have a visible submission to it."""
+def competitor_counts(session: Session, frozen: Mapping[int, datetime]) -> dict[int, int]:
+    """Problem id -> how many users have a visible submission to it; for the problems in
+    ``frozen`` (problem id -> a competition's freeze), only submissions made before it."""
+    before_freeze = [
+        and_(Submission.problem_id == problem_id, Submission.created_at < until)
+        for problem_id, until in frozen.items()
+    ]
     rows = session.execute(
         select(Submission.problem_id, func.count(func.distinct(Submission.user_id)))
-        .where(Submission.is_hidden.is_(False))
+        .where(
+            Submission.is_hidden.is_(False),
+            or_(Submission.problem_id.not_in(list(frozen)), *before_freeze),
+        )
         .group_by(Submission.problem_id)
     ).all()
     return {problem_id: count for problem_id, count in rows}

@@ -360,8 +360,12 @@ def archived_versions(session: Session, problem: Problem) -> list[int]:
     ]
 
 
-def competitor_counts(session: Session) -> dict[int, int]:
-    return repository.competitor_counts(session)
+def competitor_counts(session: Session, viewer: User | None) -> dict[int, int]:
+    """Problem id -> how many users have a visible run on it, as ``viewer`` may know it: on
+    a frozen competition's problems, those whose runs came before the freeze (organizers
+    count everyone)."""
+    frozen = {} if problems.is_admin(viewer) else problems.frozen_since(session)
+    return repository.competitor_counts(session, frozen)
 
 
 @event.listens_for(Problem, "after_insert")

@@ -68,7 +68,7 @@ _rows: Lru[Markup] = Lru(64)
 
 @router.get("/", response_class=HTMLResponse)
 def home(page: PageDep) -> HTMLResponse:
-    counts = leaderboards.competitor_counts(page.session)
+    counts = leaderboards.competitor_counts(page.session, page.viewer)
     rows = []
     for problem in problems.list_visible_problems(page.session, page.viewer):
         offered = problems.gpu_types_for(problem, page.settings)

@@ -5,6 +5,7 @@ theirs), and the runs made since are their authors' and the organizers' alone.""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -14,8 +15,9 @@ from sqlalchemy import select
 
 from server.competitions.schemas import Kind, Stored
 from server.db import session_scope
+from server.leaderboards import service as leaderboards
 from server.leaderboards import upkeep
-from server.models import Competition, Judging, Problem, utcnow
+from server.models import Competition, Judging, Problem, User, utcnow
 from tests.server.competitions.rig import (
     OPENED,
     add_competition,
@@ -121,3 +123,34 @@ async def test_a_frozen_competitions_problems_show_their_boards_as_at_the_freeze
     assert rows(opened) == [(1, blue.name, 1e-3), (2, red.name, 2e-3)]
     published = await client.get(f"/api/v1/submissions/{after_freeze}", headers=red.headers)
     assert published.status_code == 200
+
+
+def competitors_on_home(page: str, problem: str) -> int:
+    """The home page's competitor count of ``problem``."""
+    row = page.split(f'href="/problems/{problem}"', 1)[1].split("</tr>", 1)[0]
+    found = re.search(r'<td class="num">(\d+)</td>', row)
+    assert found is not None, row
+    return int(found.group(1))
+
+
+async def test_the_home_pages_competitor_count_stops_at_the_freeze(
+    client: httpx.AsyncClient, admin: Account
+) -> None:
+    (problem,) = problems(1)
+    name = await add_competition(client, admin, [problem])
+    red, late = make_account(), make_account()
+    await enter(client, name, red, team="Red")
+    await enter(client, name, late, team="Late")
+    ranked(red, problem, 2e-3, OPENED + timedelta(hours=1))
+    time_passes(name, freeze_at=utcnow() - timedelta(hours=1))
+    # A competitor whose first run came after the freeze is not counted in public yet.
+    ranked(late, problem, 1e-3, utcnow() - timedelta(minutes=30))
+    rebuilt(problem)
+
+    assert competitors_on_home((await client.get("/", headers=HTML)).text, problem) == 1
+    with session_scope() as db:
+        viewer = db.scalar(select(User).where(User.name == admin.name))
+        the_problem = db.scalar(select(Problem).where(Problem.name == problem))
+        assert the_problem is not None
+        assert leaderboards.competitor_counts(db, viewer)[the_problem.id] == 2
+        assert leaderboards.competitor_counts(db, None)[the_problem.id] == 1
