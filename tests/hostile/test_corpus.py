@@ -60,6 +60,17 @@ QUICK: dict[str, dict[str, Any]] = {
         ],
     },
 }  # fmt: skip
+# On a GPU the ranked figure is a window's mean less a window's own cost (about 0.3 ms of the
+# harness's copy and flush, calibrated to within about 1%): calls of 2-3 µs move by tens of
+# percent between gradings, so the timing cases there compare a forged time with an honest
+# one at calls of tens of µs, where two gradings agree within a few percent.
+QUICK_CUDA_BENCHMARKS: dict[str, list[dict[str, int]]] = {
+    "vectoradd": [{"size": 4096, "seed": 11}, {"size": 6144, "seed": 12}],
+    "matmul": [
+        {"m": 2048, "n": 2048, "k": 2048, "seed": 11},
+        {"m": 3072, "n": 2048, "k": 2048, "seed": 12},
+    ],
+}
 QUICK_BUDGET_S = 0.3
 # Catalogue lines shown by several gradings in a row rather than one case file.
 OUTSIDE_THE_CASES = {
@@ -128,9 +139,12 @@ def parse_case(path: Path) -> Case:
     return case
 
 
-def quick_cases(problem: str) -> dict[str, Any]:
+def quick_cases(problem: str, device: str = "cpu") -> dict[str, Any]:
     if problem in QUICK:
-        return {**QUICK[problem], "budget_s": QUICK_BUDGET_S}
+        cases = {**QUICK[problem], "budget_s": QUICK_BUDGET_S}
+        if device == "cuda" and problem in QUICK_CUDA_BENCHMARKS:
+            cases["benchmarks"] = QUICK_CUDA_BENCHMARKS[problem]
+        return cases
     from grader.problem import load_problem
 
     loaded = load_problem(problem)
@@ -226,7 +240,7 @@ def run_in_rig(
     as a worker's pool process grades one job after another."""
     job = {
         "problem": problem,
-        "quick": quick_cases(problem),
+        "quick": quick_cases(problem, device),
         "code": code,
         "mode": mode,
         "device": device,
