@@ -59,6 +59,19 @@ def _python_paths() -> list[str]:
     return sorted(p for p in paths if not any(p.startswith(s + "/") for s in paths if s != p))
 
 
+def runner_folders(prefix: str) -> tuple[Path, Path, Path]:
+    """A new temporary root for one runner's sandbox, and in it the work folder (with the
+    home and tmp an unisolated runner writes to) and the lib folder on its PYTHONPATH: only
+    the grader package is importable from the runner, not the rest of the repo. Returns the
+    root (the caller removes it), the work folder and the lib folder."""
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    work, lib = root / "run", root / "lib"
+    for folder in (work / "home", work / "tmp", lib):
+        folder.mkdir(parents=True)
+    (lib / "grader").symlink_to(GRADER_PACKAGE, target_is_directory=True)
+    return root, work, lib
+
+
 def runner_isolation(
     work: Path, kind: str, memory_bytes: int | None = None, more_paths: Sequence[str] = ()
 ) -> sandbox.Isolation:

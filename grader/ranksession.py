@@ -10,17 +10,15 @@ import select
 import shutil
 import socket
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 import torch
 
 import sandbox
-from grader.confine import GRADER_PACKAGE, runner_env, runner_isolation
+from grader.confine import runner_env, runner_folders, runner_isolation
 from grader.protocol import ChannelClosed, ChannelError, ChannelTimeout, recv_message, send_message
 from grader.report import LOAD_FAILED, Status, Stop, tail
 from grader.session import SKIP_IN_RUNNER
@@ -100,11 +98,7 @@ class RankSession:
         self.size = size
         self.kind = kind
         self.deadline = time.monotonic() + 3600.0
-        self.root = Path(tempfile.mkdtemp(prefix="kj-ranks-"))
-        self.work, lib = self.root / "run", self.root / "lib"
-        for folder in (self.work / "home", self.work / "tmp", lib):
-            folder.mkdir(parents=True)
-        (lib / "grader").symlink_to(GRADER_PACKAGE, target_is_directory=True)
+        self.root, self.work, lib = runner_folders("kj-ranks-")
         pairs = [socket.socketpair() for _ in range(size)]
         self._socks = [ours for ours, _ in pairs]
         theirs = [other.fileno() for _, other in pairs]

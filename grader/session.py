@@ -15,7 +15,6 @@ import shutil
 import socket
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ from typing import Any, TypeVar
 
 import sandbox
 from grader import gate, nsight, shared
-from grader.confine import GRADER_PACKAGE, runner_env, runner_isolation
+from grader.confine import runner_env, runner_folders, runner_isolation
 from grader.hostsettings import HostSettings
 from grader.protocol import (
     ChannelClosed,
@@ -172,12 +171,7 @@ class RunnerSession:
         self.ncu = ncu
         self.deadline = time.monotonic() + 3600.0  # until a grading sets its own
         self.clock = PhaseClock({})
-        self.root = Path(tempfile.mkdtemp(prefix="kj-runner-"))
-        self.work, lib = self.root / "run", self.root / "lib"
-        for folder in (self.work / "home", self.work / "tmp", lib):
-            folder.mkdir(parents=True)
-        # Only the grader package is importable from the runner, not the rest of the repo.
-        (lib / "grader").symlink_to(GRADER_PACKAGE, target_is_directory=True)
+        self.root, self.work, lib = runner_folders("kj-runner-")
         self._sock, theirs = socket.socketpair()
         # Under Nsight Compute, the driver's channel (grader.nsight).
         self._results: socket.socket | None = None
