@@ -256,7 +256,9 @@ def held_torch_settings() -> Iterator[None]:
             torch.cuda.empty_cache()  # what this grading held goes back to the GPU
 
 
-def _cap(text: str) -> str:
+def capped(text: str) -> str:
+    """A report's or a case's message cut to MESSAGE_CAP characters, marked where it was
+    cut: what a submission prints cannot swell its report, on one device or on many ranks."""
     return text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + " [...]"
 
 
@@ -357,7 +359,7 @@ class _Grading:
         if not found.rejections:
             return True
         self.report.status = Status.REJECTED
-        self.report.message = _cap(
+        self.report.message = capped(
             "static screening rejected this submission:\n" + "\n".join(found.rejections)
         )
         return False
@@ -422,14 +424,14 @@ class _Grading:
                 self._collect_profile(session)
         except Stop as stop:
             self.report.status = stop.status
-            self.report.message = _cap(stop.message) if stop.message else self.limit_text
+            self.report.message = capped(stop.message) if stop.message else self.limit_text
             if self.ncu is not None and stop.status == Status.ERROR:
                 self.ncu_fell_through = nsight.why_not(None, self.report.message)
         except (torch.OutOfMemoryError, DeviceMemoryExhausted) as exc:
             # The grader's own buffers come from the GPU the submission's process shares:
             # a process that keeps the device's memory ends its own grading, with a verdict.
             self.report.status = Status.ERROR
-            self.report.message = _cap(f"{OUT_OF_DEVICE_MEMORY} ({first_line(exc)})")
+            self.report.message = capped(f"{OUT_OF_DEVICE_MEMORY} ({first_line(exc)})")
         finally:
             with self.clock.phase("teardown"):
                 result = session.close()
@@ -468,7 +470,7 @@ class _Grading:
                 self._grade_case(session, self.side.prepare(case, measure), result)
             except Stop as stop:
                 result.status = stop.status
-                result.message = _cap(stop.message) if stop.message else self.limit_text
+                result.message = capped(stop.message) if stop.message else self.limit_text
                 raise
             if result.status != Status.PASSED and kind == CaseKind.BENCHMARK:
                 break
@@ -492,7 +494,7 @@ class _Grading:
                     f"({', '.join(changed)})"
                 )
         if failure:
-            result.status, result.message = Status.FAILED, _cap(failure)
+            result.status, result.message = Status.FAILED, capped(failure)
             return
         samples: list[float] = []
         if self.mode == Mode.BENCHMARK:
@@ -773,7 +775,7 @@ class _Grading:
             self.report.status = Status.FAILED
             shown = "\n".join(c.message for c in failed[:3])
             more = f"\n(and {len(failed) - 3} more failing cases)" if len(failed) > 3 else ""
-            self.report.message = _cap(
+            self.report.message = capped(
                 f"{len(failed)} of {len(self.report.cases)} cases failed:\n{shown}{more}"
             )
             return

@@ -23,7 +23,7 @@ from typing import Any
 
 from grader import inputs, profiling, replies
 from grader.device import detect_device, fingerprint
-from grader.harness import MESSAGE_CAP
+from grader.harness import capped
 from grader.hostsettings import HostSettings
 from grader.plausibility import label
 from grader.precision import Precision
@@ -55,11 +55,6 @@ MAX_TIMED_CALLS = 50
 OWN_CLOCK_SHARE = 0.5
 HARNESS_CLOCK = "rank calls"
 NOT_BUILT = "multi-rank problems are graded on the CPU (gloo) only so far"
-
-
-def _capped(text: str) -> str:
-    """A message as long as a single-device grading's may be (a rank's error is its own)."""
-    return text if len(text) <= MESSAGE_CAP else text[:MESSAGE_CAP] + " [...]"
 
 
 def offered(cases: list[dict[str, Any]], sizes: tuple[int, ...]) -> list[dict[str, Any]]:
@@ -219,7 +214,7 @@ class _RankGrading:
             finally:
                 self.report.cases_wall_s = time.monotonic() - cases_from
         except Stop as stop:
-            self.report.status, self.report.message = stop.status, _capped(stop.message)
+            self.report.status, self.report.message = stop.status, capped(stop.message)
             if self.report.cases and self.report.cases[-1].status == Status.RUNNING:
                 self.report.cases[-1].status = stop.status
                 self.report.cases[-1].message = self.report.message
@@ -263,7 +258,7 @@ class _RankGrading:
             elif not failure and kind == CaseKind.BENCHMARK:
                 failure = self._time(session, reference, case, result)
             result.status = Status.FAILED if failure else Status.PASSED
-            result.message = _capped(failure)
+            result.message = capped(failure)
             if failure and kind == CaseKind.BENCHMARK:
                 break
         self._conclude()
@@ -389,7 +384,7 @@ class _RankGrading:
         if failed:
             self.report.status = Status.FAILED
             shown = "\n".join(c.message for c in failed[:3])
-            self.report.message = _capped(f"{len(failed)} of {count} cases failed:\n{shown}")
+            self.report.message = capped(f"{len(failed)} of {count} cases failed:\n{shown}")
             return
         self.report.status = Status.PASSED
         if self.mode == Mode.TEST:
