@@ -4,7 +4,7 @@ submission each per problem, the close, then the final judging (every entry grad
 more) started, waited for and discarded, as many times as asked, the last one published.
 
     python -m bench.final_judging [--device cuda|cpu] [--entrants 10]
-        [--problems vectoradd,vectorsum] [--runs 5] [--judgings 2] [--out FILE]
+        [--problems vectoradd,vectorsum] [--runs 5] [--judgings 2] [--small] [--out FILE]
 
 Each entrant's kernel (on vectoradd, vectorsum, rmsnorm or matmul: `REDO`) is its problem's
 example PyTorch solution plus a share of the same work done again (its `extra`: 0.05 redoes
@@ -14,14 +14,19 @@ writes to --out, each judging's wall time, the time its gradings took (started t
 summed) and that share of the wall time, each entry's K scores, their median and CV; then
 the largest CV among entries of 20 µs and more, and every pair of entries on one problem
 whose medians lie more than 2% apart in the first judging that a later one orders the other
-way. Feeds docs/benchmarks.md, "A final judging on a GPU"."""
+way. `--small`: the organizer first uploads a small variant of each problem over REST
+(`NAME-small`: one test case, one benchmark case, half a second of timing a case), which the
+competition then holds, so that hundreds of entries can be judged on a CPU install. Feeds
+docs/benchmarks.md, "A final judging on a GPU" and "A final judging on the CPU install"."""
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import statistics
+import tarfile
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import yaml
 
 from bench.provenance import provenance
 from bench.service_demo import serving
@@ -75,13 +81,17 @@ REDO = {
 CV_FROM_S = 20e-6
 APART = 0.02
 POLL_S = 2.0
+SMALL = "-small"
+# A small variant's timing of its one benchmark case, in seconds.
+SMALL_BUDGET_S = 0.5
+VALIDATION_S = 900.0
 BEGAN = time.monotonic()
 
 
 def kernel(problem: str, extra: float) -> str:
     """`problem`'s PyTorch solution that redoes `extra` of its input (whole passes, then a
     share of one): the same result, more work."""
-    body, rows = REDO[problem]
+    body, rows = REDO[problem.removesuffix(SMALL)]
     passes, share = int(extra), extra - int(extra)
     return (
         "import torch\nfrom task import input_t, output_t\n\n\n"
@@ -90,6 +100,60 @@ def kernel(problem: str, extra: float) -> str:
         f"    REDONE = [n] * {passes} + ([int(n * {share!r})] if {share!r} else [])\n"
         f"    {body}"
     )
+
+
+def small_archive(problem: str) -> bytes:
+    """The built-in `problem` as a .tar.gz of one folder, `NAME-small`: its files as a worker
+    gets them, its first test case, the first of its CPU benchmark cases, SMALL_BUDGET_S of
+    timing, and its PyTorch and wrong example solutions (the upload's validation grades them)."""
+    from grader.problem import BUILTIN_DIR, load_problem
+
+    loaded = load_problem(problem)
+    task = yaml.safe_load(loaded.files["task.yml"])
+    task["files"] = [
+        {"name": f["name"], "source": f["name"] if f["source"] != "@SUBMISSION@" else f["source"]}
+        for f in task["files"]
+        if f["name"] in loaded.files or f["source"] == "@SUBMISSION@"
+    ]
+    task["tests"] = task["tests"][:1]
+    task["benchmarks"] = task["benchmarks"][:1]
+    task["cpu_benchmarks"] = (task.get("cpu_benchmarks") or task["benchmarks"])[:1]
+    task["case_time_budget_s"] = SMALL_BUDGET_S
+    files = {**loaded.files, "task.yml": yaml.safe_dump(task, sort_keys=False)}
+    for solution in ("pytorch.py", "wrong.py"):
+        path = BUILTIN_DIR / problem / "solutions" / solution
+        if path.exists():
+            files[f"solutions/{solution}"] = path.read_text()
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, text in sorted(files.items()):
+            data = text.encode()
+            info = tarfile.TarInfo(f"{problem}{SMALL}/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def upload_small(base: str, admin_token: str, problem: str) -> str:
+    """`problem`'s small variant uploaded as an organizer would, and validated: its name."""
+    headers = {"Authorization": f"Bearer {admin_token}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=120) as http:
+        sent = http.post(
+            "/api/v1/problems",
+            files={"archive": (f"{problem}{SMALL}.tar.gz", small_archive(problem))},
+            data={"name": f"{problem}{SMALL}"},
+        )
+        assert sent.status_code in (201, 202), sent.text
+        name = str(sent.json()["name"])
+        ends = time.monotonic() + VALIDATION_S
+        while True:
+            seen = http.get(f"/api/v1/problems/{name}/validation").json()
+            if seen["status"] != "validating":
+                break
+            assert time.monotonic() < ends, f"{name}: still validating"
+            time.sleep(POLL_S)
+        assert seen["status"] == "live", f"{name} did not validate: {seen}"
+    return name
 
 
 class Client:
@@ -116,6 +180,9 @@ def main() -> None:
     parser.add_argument("--judgings", type=int, default=2)
     parser.add_argument("--out", type=Path)
     parser.add_argument(
+        "--small", action="store_true", help="judge small variants of the problems, uploaded"
+    )
+    parser.add_argument(
         "--budget-s",
         type=float,
         help="fewer runs per entry where K would not fit the time left, from the entries' rate",
@@ -140,6 +207,10 @@ def main() -> None:
     results: dict[str, Any] = {"args": vars(args) | {"out": str(args.out)}}
     try:
         with serving(env, data_dir / "serve.log") as base:
+            if args.small:
+                began = time.monotonic()
+                problems = [upload_small(base, admin_token, problem) for problem in problems]
+                results["small_problems_validated_in_s"] = time.monotonic() - began
             results |= judge(base, admin_token, tokens, problems, args)
     finally:
         results["provenance"] = provenance()
