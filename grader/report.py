@@ -144,6 +144,7 @@ RUNNER_CLOCK_FINDING = "the runner's own median of "
 # The flag of a multi-rank grading whose cases ran on fewer ranks than they ask for, as its
 # worker host offers (KJ_WORLD_SIZES, grader/rankharness.py).
 RANKS_SCALED_FLAG = "ranks: graded at "
+RANKS_SCALED_CODE = "ranks.scaled"
 SCREENING_FLAG = "screening: "
 
 
@@ -163,7 +164,7 @@ def flag_code(flag: str) -> str:
     if flag.startswith("case ") and RUNNER_CLOCK_FINDING in flag:
         return "timing.runner_clock"
     if flag.startswith(RANKS_SCALED_FLAG):
-        return "ranks.scaled"
+        return RANKS_SCALED_CODE
     return "other"
 
 
@@ -484,6 +485,12 @@ class Report:
     @property
     def error_class(self) -> ErrorClass | None:
         return error_class(self.status, self.message, self.flags)
+
+    @property
+    def ranks_scaled(self) -> bool:
+        """Whether some case ran on fewer ranks than it asks for, its worker host offering
+        fewer (a `ranks.scaled` flag): leaderboards mark such a score."""
+        return RANKS_SCALED_CODE in flag_codes(self.flags)
 
     @property
     def failed_cases(self) -> int:

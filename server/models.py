@@ -274,6 +274,8 @@ class Submission(Base):
     sol_fraction: Mapped[float | None] = mapped_column(Float, default=None)
     # Its report's short_calls: a GPU score too short to rank finer than a few percent.
     short_calls: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    # Its report's ranks.scaled flag: cases graded on fewer ranks than the problem asks for.
+    ranks_scaled: Mapped[bool] = mapped_column(Boolean, server_default=false())
     message: Mapped[str] = mapped_column(NulFreeText, default="")
     flags: Mapped[list[str]] = mapped_column(JSON, default=list)
     report: Mapped[dict[str, Any] | None] = mapped_column(JSON, default=None)
@@ -488,6 +490,7 @@ class LeaderboardEntry(Base):
     score: Mapped[float] = mapped_column(Float)
     sol_fraction: Mapped[float | None] = mapped_column(Float, default=None)
     short_calls: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    ranks_scaled: Mapped[bool] = mapped_column(Boolean, server_default=false())
     submitted_at: Mapped[datetime] = mapped_column(UTCDateTime)
 
 

@@ -263,6 +263,10 @@ SHORT_CALLS_NOTE = (
     "≈: most of the score's cases time calls under 50 µs on the GPU, whose time moves by a "
     "few percent from one process to the next: it cannot rank finer than that"
 )
+RANKS_SCALED_NOTE = (
+    "↓: graded on fewer ranks than the problem asks for, its worker offering fewer GPUs: "
+    "compare it only with entries graded at the same size"
+)
 
 
 def speedup(value: Any) -> str:
@@ -288,7 +292,9 @@ def leaderboard(out: Console, board: dict[str, Any]) -> None:
         )  # fmt: skip
         for entry in entries:
             sol = entry.get("sol_fraction")
-            mark = " ≈" if entry.get("short_calls") else ""
+            mark = (" ≈" if entry.get("short_calls") else "") + (
+                " ↓" if entry.get("ranks_scaled") else ""
+            )
             gains = entry.get("speedup") or {}
             table.add_row(
                 str(entry.get("rank")),
@@ -319,6 +325,8 @@ def leaderboard(out: Console, board: dict[str, Any]) -> None:
         out.print(table)
         if any(entry.get("short_calls") for entry in entries):
             out.print(Text(SHORT_CALLS_NOTE))
+        if any(entry.get("ranks_scaled") for entry in entries):
+            out.print(Text(RANKS_SCALED_NOTE))
         for row in baselines:
             if row.get("why_not"):
                 name = BASELINE_NAMES.get(str(row.get("kind")), str(row.get("kind")))

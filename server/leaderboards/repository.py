@@ -101,10 +101,10 @@ def ranked_conditions(
 
 def board_rows(
     session: Session, problem_id: int, gpu_type: str, versions: Versions
-) -> Sequence[Row[int, str, float, float | None, bool, int, datetime, int]]:
+) -> Sequence[Row[int, str, float, float | None, bool, bool, int, datetime, int]]:
     """Entries of unbanned users on the versions ranked, best first (ties to the earlier
-    submission): (user id, user name, score, sol fraction, short calls, submission id,
-    submitted at, version). A user appears once per version."""
+    submission): (user id, user name, score, sol fraction, short calls, ranks scaled,
+    submission id, submitted at, version). A user appears once per version."""
     return session.execute(
         select(
             LeaderboardEntry.user_id,
@@ -112,6 +112,7 @@ def board_rows(
             LeaderboardEntry.score,
             LeaderboardEntry.sol_fraction,
             LeaderboardEntry.short_calls,
+            LeaderboardEntry.ranks_scaled,
             LeaderboardEntry.submission_id,
             LeaderboardEntry.submitted_at,
             LeaderboardEntry.problem_version,
@@ -131,7 +132,7 @@ def board_rows(
 
 def frozen_rows(
     session: Session, problem_id: int, gpu_type: str, versions: Versions, until: datetime
-) -> Sequence[Row[int, str, float, float | None, bool, int, datetime, int]]:
+) -> Sequence[Row[int, str, float, float | None, bool, bool, int, datetime, int]]:
     """``board_rows`` as the board stood at ``until`` (a competition's freeze): each unbanned
     user's best ranked submission made before it, read from the submissions themselves."""
     best = best_ranked(
@@ -147,6 +148,7 @@ def frozen_rows(
             best.c.score,
             best.c.sol_fraction,
             best.c.short_calls,
+            best.c.ranks_scaled,
             best.c.id,
             best.c.created_at,
             best.c.problem_version,
@@ -446,6 +448,7 @@ def best_ranked(*conditions: ColumnElement[bool]) -> Subquery:
             Submission.score,
             Submission.sol_fraction,
             Submission.short_calls,
+            Submission.ranks_scaled,
             Submission.created_at,
             best_first(*board, Submission.user_id),
         )
@@ -468,6 +471,7 @@ def insert_entries(session: Session, problem_id: int | None) -> None:
                 "score",
                 "sol_fraction",
                 "short_calls",
+                "ranks_scaled",
                 "submitted_at",
             ],
             select(
@@ -479,6 +483,7 @@ def insert_entries(session: Session, problem_id: int | None) -> None:
                 best.c.score,
                 best.c.sol_fraction,
                 best.c.short_calls,
+                best.c.ranks_scaled,
                 best.c.created_at,
             ).where(best.c.place == 1),
         )

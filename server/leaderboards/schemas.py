@@ -23,6 +23,11 @@ class LeaderboardEntry(BaseModel):
         description="most of the score's cases time GPU calls under 50 µs, whose time moves "
         "by a few percent from one process to the next: the score cannot rank finer than that",
     )
+    ranks_scaled: bool = Field(
+        default=False,
+        description="graded on fewer ranks than the problem asks for: its worker host offered "
+        "fewer GPUs (KJ_WORLD_SIZES), so the score is not comparable with full-size entries",
+    )
     submission_id: int
     submitted_at: datetime
     problem_version: int = Field(description="the problem's version the submission was graded on")

@@ -49,6 +49,8 @@ class Entry:
     score: float
     sol_fraction: float | None
     short_calls: bool
+    # Graded on fewer ranks than the problem asks for: its worker host offered fewer GPUs.
+    ranks_scaled: bool
     submission_id: int
     submitted_at: datetime
     problem_version: int
@@ -263,6 +265,7 @@ def standings(
             score,
             fraction,
             short_calls,
+            ranks_scaled,
             sid,
             submitted_at,
             problem_version,
@@ -281,6 +284,7 @@ def standings(
                     score=score,
                     sol_fraction=fraction,
                     short_calls=short_calls,
+                    ranks_scaled=ranks_scaled,
                     submission_id=sid,
                     submitted_at=submitted_at,
                     problem_version=problem_version,

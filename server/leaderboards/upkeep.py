@@ -147,6 +147,7 @@ def fill_entry(entry: LeaderboardEntry, submission: Submission) -> bool:
         "score": submission.score,
         "sol_fraction": submission.sol_fraction,
         "short_calls": submission.short_calls,
+        "ranks_scaled": submission.ranks_scaled,
         "submitted_at": submission.created_at,
     }
     changed = False

@@ -340,6 +340,7 @@ def take_verdict(session: Session, original: Submission, run: Submission) -> Non
     for name, value in verdict_of(run).items():
         setattr(original, name, value)
     original.short_calls = run.short_calls
+    original.ranks_scaled = run.ranks_scaled
     # The old grading's profile goes with its report; the run's comes with its own.
     submission_repository.delete_files(session, original.id)
     submission_repository.move_files(session, run.id, original.id)

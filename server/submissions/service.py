@@ -588,6 +588,7 @@ def record_report(session: Session, submission_id: int, report: Report, worker: 
     submission.score = report.score if passed else None
     submission.sol_fraction = report.sol_fraction if passed else None
     submission.short_calls = passed and report.short_calls
+    submission.ranks_scaled = passed and report.ranks_scaled
     submission.message = report.message
     submission.flags = list(report.flags)
     submission.report = report.to_dict()

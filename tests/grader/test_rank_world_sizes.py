@@ -28,7 +28,7 @@ def test_cases_run_on_the_ranks_the_host_offers_and_the_report_says_so(
     assert report.status == Status.PASSED, report.message + report.stderr[-2000:]
     # The 4-rank cases ran on 3 ranks (the most offered up to 4), the 2-rank ones as asked.
     assert [case.params["world_size"] for case in report.cases] == [2, 2, 3, 3]
-    assert flag_codes(report.flags) == ["ranks.scaled"]
+    assert flag_codes(report.flags) == ["ranks.scaled"] and report.ranks_scaled
     assert "3 where a case asks for 4" in report.flags[0]
 
 

@@ -18,6 +18,9 @@ from server.leaderboards import service, upkeep
 from server.models import Problem, Submission, utcnow
 from server.problems.service import upsert_problem
 from server.users.repository import get_user_by_name
+from server.worker import recorders
+from tests.server.conftest import PASSED_REPORT
+from tests.server.rows import added_submission
 from tests.server.web_client import HTML, log_in, make_user
 
 pytestmark = pytest.mark.anyio
@@ -218,6 +221,49 @@ async def test_a_score_too_short_to_rank_finely_is_marked(
     row = board[board.index(f"/submissions/{marked}") :]
     assert row.index('class="short-calls"') < row.index("</tr>")
     assert "cannot rank finer than that" in board
+
+
+def graded(user: str, problem: str, report: dict[str, object]) -> int:
+    """A new leaderboard-mode submission of ``user``'s once the results step recorded the
+    worker's ``report`` of it; its id."""
+    with session_scope() as session:
+        owner = get_user_by_name(session, user)
+        record = session.scalar(select(Problem).where(Problem.name == problem))
+        assert owner is not None and record is not None
+        sid = added_submission(session, owner, record, mode="leaderboard").id
+    report = {**report, "problem": problem}
+    recorders.record_report({"submission_id": sid, "worker": "host:1", "report": report})
+    return sid
+
+
+async def test_a_score_graded_on_fewer_ranks_is_marked(
+    client: httpx.AsyncClient, browser: httpx.AsyncClient
+) -> None:
+    """A multi-rank score whose worker offered fewer ranks than the problem asks for (its
+    report's ``ranks.scaled`` flag) is marked in the API and on the page, with what the mark
+    means, so no one compares it with full-size entries unawares; the others are not."""
+    new_problem("scaled")
+    (full, _), (scaled, _) = make_user("lb"), make_user("lb")
+    flag = "ranks: graded at 4 where a case asks for 8 (this worker offers world sizes 1, 2, 4)"
+    graded(full, "scaled", PASSED_REPORT)
+    marked = graded(scaled, "scaled", {**PASSED_REPORT, "score": 0.001, "flags": [flag]})
+    entries = (await client.get("/api/v1/leaderboards/scaled")).json()["entries"]
+    assert [(e["user"], e["ranks_scaled"]) for e in entries] == [(scaled, True), (full, False)]
+    board = (await browser.get("/leaderboards/scaled", headers=HTML)).text
+    assert board.count("ranks-scaled") == 1
+    row = board[board.index(f"/submissions/{marked}") :]
+    assert row.index("ranks-scaled") < row.index("</tr>")
+    assert "graded on fewer ranks than the problem asks for" in board
+    # The same marks where the board is read from the submissions themselves: the entries
+    # rebuilt, and the board as it stood at a competition's freeze.
+    with session_scope() as session:
+        record = session.scalar(select(Problem).where(Problem.name == "scaled"))
+        assert record is not None
+        upkeep.rebuild(session, record)
+        frozen = service.standings(session, record, "cpu", until=utcnow() + timedelta(hours=1))
+        assert [(e.user, e.ranks_scaled) for e in frozen.entries] == [(scaled, True), (full, False)]
+    entries = (await client.get("/api/v1/leaderboards/scaled")).json()["entries"]
+    assert [(e["user"], e["ranks_scaled"]) for e in entries] == [(scaled, True), (full, False)]
 
 
 async def test_another_process_s_change_shows_within_a_second(

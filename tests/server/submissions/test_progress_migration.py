@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from alembic import command
 from sqlalchemy import text
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from server.models import Submission
 from tests.server.competitions.conftest import url as url
@@ -17,6 +17,9 @@ from tests.server.migrating import (
     insert_passed_submission,
 )
 
+# The model has columns later revisions added: left unread at this revision.
+LATER = [defer(Submission.ranks_scaled)]
+
 
 def test_progress_comes_and_goes_with_its_revision(url: str) -> None:
     with at_revision(url, "0025") as (config, engine):
@@ -26,12 +29,12 @@ def test_progress_comes_and_goes_with_its_revision(url: str) -> None:
             connection.execute(text("UPDATE submissions SET status = 'running', score = NULL"))
         command.upgrade(config, "0026")
         with Session(engine) as db:
-            kept = db.get(Submission, 1)
+            kept = db.get(Submission, 1, options=LATER)
             assert kept is not None and kept.status == "running" and kept.progress is None
             kept.progress = {"phase": "benchmark", "case": 2, "cases": 4, "label": "size=512"}
             db.commit()
-            db.expire_all()
-            again = db.get(Submission, 1)
+            db.expunge_all()  # read again from the database
+            again = db.get(Submission, 1, options=LATER)
             assert again is not None and again.progress == {
                 "phase": "benchmark",
                 "case": 2,

@@ -156,6 +156,29 @@ async def test_the_preview_says_who_now_fails_and_who_moves_and_applying_makes_i
     assert await audit_entries(client, admin, action="rejudge.apply", target=str(rejudge_id))
 
 
+async def test_a_run_graded_on_fewer_ranks_brings_its_mark_to_the_board(
+    client: httpx.AsyncClient, admin: Account
+) -> None:
+    """Applying gives the original its run's ``ranks_scaled`` with its verdict, and its
+    leaderboard entry is marked so."""
+    problem, red, blue, _, ids = race()
+    rejudge_id = (await rejudge(client, admin, problem=problem)).json()["id"]
+    flag = "ranks: graded at 2 where a case asks for 4 (this worker offers world sizes 1, 2)"
+    scaled = {**passed(1e-3), "flags": [flag]}
+    grade_runs(
+        await shown(client, admin, rejudge_id),
+        {ids["red"]: scaled, ids["blue"]: passed(2e-3), ids["green"]: FAILED},
+    )
+    applied = await client.post(f"/api/v1/admin/rejudges/{rejudge_id}/apply", headers=admin.headers)
+    assert applied.status_code == 200, applied.text
+    response = await client.get(f"/api/v1/leaderboards/{problem}", params={"gpu": "cpu"})
+    entries = response.json()["entries"]
+    assert [(e["user"], e["ranks_scaled"]) for e in entries] == [
+        (red.name, True),
+        (blue.name, False),
+    ]
+
+
 async def test_a_discarded_rejudge_changes_nothing(
     client: httpx.AsyncClient, admin: Account
 ) -> None:

@@ -85,3 +85,19 @@ def test_a_short_calls_score_is_marked_on_the_board(alice: Account) -> None:
         assert entry is not None and entry.submission_id == stored.id and entry.short_calls
     assert not recorded(alice, {**short, "status": "failed"}).short_calls
     assert not recorded(alice, REPORT).short_calls
+
+
+def test_a_score_graded_on_fewer_ranks_is_marked_on_the_board(alice: Account) -> None:
+    """A report whose cases ran on fewer ranks than the problem asks for (its `ranks.scaled`
+    flag) is kept so, and its leaderboard entry carries the mark; a failed one never does."""
+    flag = "ranks: graded at 2 where a case asks for 4 (this worker offers world sizes 2)"
+    scaled = {**REPORT, "flags": [flag]}
+    stored = recorded(alice, scaled)
+    assert stored.status == "passed" and stored.ranks_scaled and stored.flags == [flag]
+    with session_scope() as db:
+        entry = db.scalar(
+            select(LeaderboardEntry).where(LeaderboardEntry.user_id == stored.user_id)
+        )
+        assert entry is not None and entry.submission_id == stored.id and entry.ranks_scaled
+    assert not recorded(alice, {**scaled, "status": "failed"}).ranks_scaled
+    assert not recorded(alice, REPORT).ranks_scaled
