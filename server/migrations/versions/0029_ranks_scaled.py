@@ -20,8 +20,10 @@ branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 TABLES = ("submissions", "leaderboard_entries")
-# The flag's start as the grader writes it at this revision (grader/report.py).
+# The flag's start as the grader writes it at this revision (grader/report.py), and a passed
+# submission's stored status (Status.PASSED): a migration keeps the values of its revision.
 RANKS_SCALED_FLAG = "ranks: graded at "
+PASSED = "passed"
 
 
 # Plain ALTER TABLE on both databases (SQLite adds a NOT NULL column that has a default, and
@@ -52,7 +54,7 @@ def upgrade() -> None:
     connection = op.get_bind()
     found = connection.execute(
         sa.select(submissions.c.id, flags).where(
-            submissions.c.status == "passed", flags.like(f"%{RANKS_SCALED_FLAG}%")
+            submissions.c.status == PASSED, flags.like(f"%{RANKS_SCALED_FLAG}%")
         )
     )
     scaled = [
