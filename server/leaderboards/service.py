@@ -215,13 +215,18 @@ def board_key(
     )
 
 
+def frozen_for(
+    session: Session, viewer: User | None, problem_ids: list[int] | None = None
+) -> dict[int, datetime]:
+    """The problems (of these, or of all) whose boards ``viewer`` reads as at a freeze, each
+    with its freeze time: none for organizers, who always read the live boards."""
+    return {} if problems.is_admin(viewer) else problems.frozen_since(session, problem_ids)
+
+
 def frozen_at(session: Session, problem: Problem, viewer: User | None) -> datetime | None:
     """When the board ``viewer`` reads stopped moving: the freeze of a competition of the
-    problem whose final results are not published yet; None for the live board (organizers
-    always read it)."""
-    if problems.is_admin(viewer):
-        return None
-    return problems.frozen_since(session, [problem.id]).get(problem.id)
+    problem whose final results are not published yet; None for the live board."""
+    return frozen_for(session, viewer, [problem.id]).get(problem.id)
 
 
 def shown(
@@ -368,8 +373,7 @@ def competitor_counts(session: Session, viewer: User | None) -> dict[int, int]:
     """Problem id -> how many users have a visible run on it, as ``viewer`` may know it: on
     a frozen competition's problems, those whose runs came before the freeze (organizers
     count everyone)."""
-    frozen = {} if problems.is_admin(viewer) else problems.frozen_since(session)
-    return repository.competitor_counts(session, frozen)
+    return repository.competitor_counts(session, frozen_for(session, viewer))
 
 
 @event.listens_for(Problem, "after_insert")
