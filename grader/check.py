@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from grader.inputs import clone_data, iter_tensors, same_tensor, to_device
+from grader.report import Stop
 
 MAX_SHOWN = 5
 DEFAULT_RTOL = 1e-5
@@ -31,9 +32,13 @@ def normalise_verdict(result: Any) -> tuple[bool, str]:
 
 
 def run_check(check: Callable[[Any, Any], Any], data: Any, output: Any) -> tuple[bool, str]:
-    """Call the problem's check; an exception there (wrong shape, dtype...) is a failure."""
+    """Call the problem's check; an exception there (wrong shape, dtype...) is a failure. A
+    Stop is the grading's end (a sandboxed reference that stopped answering,
+    grader/untrusted.py), never the output's."""
     try:
         return normalise_verdict(check(data, output))
+    except Stop:
+        raise
     except Exception as exc:
         return False, f"checking the output raised {type(exc).__name__}: {exc}"
 

@@ -109,6 +109,9 @@ class ProblemSide:
                 if not callable(getattr(self.reference, needed, None)):
                     raise Stop(Status.ERROR, f"the problem's reference.py does not define {needed}")
 
+    def close(self) -> None:
+        """Nothing to end for a reference imported here (see grader/untrusted.py)."""
+
     @property
     def module(self) -> ModuleType:
         assert self.reference is not None

@@ -53,6 +53,7 @@ from grader.session import RunnerSession, Standby
 from grader.shared import DeviceMemoryExhausted
 from grader.staging import Layout, Sets
 from grader.timing import Precision, enough_samples, geometric_mean, summarize
+from grader.untrusted import SandboxedProblemSide
 
 __all__ = ["CUDA_ONLY", "DEVICES", "MODES", "Precision", "Standby", "grade"]
 
@@ -70,6 +71,11 @@ MESSAGE_CAP = 4000
 OUT_OF_DEVICE_MEMORY = (
     "the GPU's memory ran out for the grader's own buffers (the cases' inputs and outputs) "
     "while the submission's process held it: a submission may keep only what its calls need"
+)
+# A multi-rank problem's reference group runs outside the sandbox (grader/rankreference.py).
+UNTRUSTED_RANKS = (
+    "problems of several ranks are graded only with a trusted reference (an organizer's "
+    "problem): an author's reference cannot yet run sandboxed beside several ranks"
 )
 
 
@@ -95,6 +101,7 @@ def grade(
     nonce: int | None = None,
     standby: Standby | None = None,
     precision: Precision | str = Precision.STANDARD,
+    untrusted_reference: bool = False,
 ) -> Report:
     """Grade `code` (the text of submission.py) on `problem` and return the report.
 
@@ -120,6 +127,11 @@ def grade(
     only in this process (the runner cannot read it, the report does not carry it). Tests
     fix it to show what a repeat would allow.
 
+    `untrusted_reference`: the problem's reference (generate_input, ref_kernel,
+    check_implementation) runs in a sandbox of its own, never in this process
+    (grader/untrusted.py): for problems an author added, whose code is trusted no more than a
+    submission. Problems of several ranks cannot be graded so yet.
+
     `precision`: how long benchmark cases are timed (grader/precision.py): `thorough` takes
     more samples to a smaller standard error, in a longer budget per case and a longer time
     limit (where `timeout_s` is not given); the checks are the same."""
@@ -129,6 +141,14 @@ def grade(
     if device not in DEVICES:
         raise ValueError(f"unknown device {device!r}: use one of {', '.join(DEVICES)}")
     precision = Precision(precision)
+    if problem.multi_gpu and untrusted_reference:
+        return Report(
+            status=Status.ERROR,
+            problem=problem.name,
+            mode=mode,
+            device=device,
+            message=UNTRUSTED_RANKS,
+        )
     if problem.multi_gpu:
         # Several ranks, a trusted reference group, the harness's clock per rank: its own path.
         from grader.rankharness import grade_ranks
@@ -169,6 +189,11 @@ def grade(
         grading.total_limit_s = timeout_s or problem.timeout_for(mode, precision)
         grading.enforce_floor = info.kind == "cuda" if enforce_floor is None else enforce_floor
         grading.isolate, grading.memory_bytes = isolate, memory_bytes
+        if untrusted_reference:
+            side = SandboxedProblemSide(problem, info.kind, ranked_seed, grading.clock)
+            side.isolate, side.memory_bytes = isolate, memory_bytes
+            side.deadline = time.monotonic() + grading.total_limit_s
+            grading.side = side
         if grading.has_requirements() and (not screen or grading.screen()):
             # A CPU worker grades problems written for CUDA by reading "cuda" as the CPU in
             # the harness (this process), where the reference makes the inputs.
@@ -434,6 +459,7 @@ class _Grading:
             self.report.message = capped(f"{OUT_OF_DEVICE_MEMORY} ({first_line(exc)})")
         finally:
             with self.clock.phase("teardown"):
+                self.side.close()
                 result = session.close()
                 if standby is not None:
                     # On the CPU the next runner starts only now, after the timed work.
