@@ -122,10 +122,12 @@ def time_baselines(
     memory_bytes: int | None = None,
     standby: Standby | None = None,
     isolate: bool = True,
+    untrusted_reference: bool = False,
 ) -> BaselineReport:
     """Grade the eager and the compiled reference in leaderboard mode, one after the other.
     The code is the organizer's, so it is not screened; it still runs sandboxed, timed by
-    the harness's clock like any submission."""
+    the harness's clock like any submission. `untrusted_reference`: an author's problem, its
+    reference kept out of this process too (grader/untrusted.py)."""
     from grader.harness import grade
 
     reports = {
@@ -141,6 +143,7 @@ def time_baselines(
             standby=standby,
             isolate=isolate,
             screen=False,
+            untrusted_reference=untrusted_reference,
         )
         for kind in KINDS
     }

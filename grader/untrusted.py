@@ -24,7 +24,7 @@ from typing import Any
 import sandbox
 from grader.confine import runner_env, runner_folders, runner_isolation
 from grader.expected import ProblemSide
-from grader.inputs import clone_data, poison, seeded_case, written_paths
+from grader.inputs import clone_data, iter_tensors, poison, seeded_case, written_paths
 from grader.plausibility import label
 from grader.protocol import ChannelError, ChannelTimeout, recv_message, send_message
 from grader.report import Status, Stop, tail
@@ -40,8 +40,9 @@ UNCARRIED = (
 )
 
 
-class _Checker(SimpleNamespace):
-    """What the harness's checks call as `side.module.check_implementation`."""
+class _Reference(SimpleNamespace):
+    """The reference as the harness's code calls it (`side.module.generate_input(...)`, its
+    `ref_kernel` and `check_implementation`), each call answered from the sandbox."""
 
 
 class SandboxedProblemSide(ProblemSide):
@@ -61,7 +62,11 @@ class SandboxedProblemSide(ProblemSide):
                 raise Stop(
                     Status.ERROR, f"the problem's reference.py does not define {reply['missing']}"
                 )
-        self.reference = _Checker(check_implementation=self._check)  # type: ignore[assignment]
+        self.reference = _Reference(  # type: ignore[assignment]
+            generate_input=self._generate_input,
+            ref_kernel=self._ref_kernel,
+            check_implementation=self._check,
+        )
 
     def _start(self, folder: Path) -> None:
         self.root, work, lib = runner_folders("kj-reference-")
@@ -174,6 +179,19 @@ class SandboxedProblemSide(ProblemSide):
                 return False
             again = self._on_device(reply.get("expected"))
             return is_tensor_tree(again) and not written_paths(expected, again)
+
+    def _generate_input(self, **kwargs: Any) -> Any:
+        reply = self._ask({"op": "generate", "kwargs": kwargs}, "generate_input failed")
+        return self._on_device(reply["data"])
+
+    def _ref_kernel(self, data: Any) -> Any:
+        """ref_kernel's output; what it wrote into `data` in the sandbox is written here."""
+        reply = self._ask({"op": "reference", "data": data}, "ref_kernel failed")
+        after = dict(iter_tensors(self._on_device(reply.get("after"))))
+        for path, tensor in iter_tensors(data):
+            if path in after and after[path].shape == tensor.shape:
+                tensor.copy_(after[path])
+        return self._on_device(reply.get("expected"))
 
     def _check(self, data: Any, output: Any) -> Any:
         reply = self._ask(

@@ -46,6 +46,7 @@ from grader.report import (
 )
 from grader.requirements import language_shortfall, shortfall
 from grader.runner import NEEDS_GPU
+from grader.untrusted import SandboxedProblemSide
 
 # Seconds of timing per benchmark case when the reference is graded in benchmark mode: the
 # point is that timing works end to end, not a precise number.
@@ -118,10 +119,13 @@ def validate(
     isolate: bool = True,
     standby: Standby | None = None,
     on_step: Callable[[str], None] | None = None,
+    untrusted_reference: bool = False,
 ) -> ValidationReport:
     """Validate `problem` on this host's `device`; later steps are skipped once the
     reference itself is broken, since every grading would only repeat that. `on_step` is
-    told each step's name as it begins."""
+    told each step's name as it begins. `untrusted_reference`: an author's problem, whose
+    reference runs only in a sandbox of its own (grader/untrusted.py), here and in every
+    grading."""
     step = on_step or (lambda name: None)
     started = time.monotonic()
     info = detect_device(device)
@@ -135,7 +139,16 @@ def validate(
         report.wall_s = time.monotonic() - started
         return report
     step(REFERENCE_STEPS[0])
-    report.checks.append(check_reference(problem, info.kind, report.rooflines))
+    untrusted = None
+    if untrusted_reference:
+        untrusted = SandboxedProblemSide(problem, info.kind, None, PhaseClock({}))
+        untrusted.isolate, untrusted.memory_bytes = isolate, memory_bytes
+        untrusted.deadline = time.monotonic() + problem.timeout_for(Mode.LEADERBOARD)
+    try:
+        report.checks.append(check_reference(problem, info.kind, report.rooflines, untrusted))
+    finally:
+        if untrusted is not None:
+            untrusted.close()
     for roofline in report.rooflines:
         floor = peaks.floor_s(roofline["bytes"], roofline["flops"]) if peaks else 0.0
         roofline["floor_s"] = floor if floor > 0 else None
@@ -151,6 +164,7 @@ def validate(
             isolate=isolate,
             memory_bytes=memory_bytes,
             standby=standby,
+            untrusted_reference=untrusted_reference,
             **extra,
         )
 
@@ -321,16 +335,20 @@ def conclude(report: ValidationReport) -> None:
             report.message += f"; {limit}"
 
 
-# -- the reference, run in this (trusted) process -----------------------------------------
+# -- the reference, run in this (trusted) process or, an author's, in its own sandbox ------
 
 
 def check_reference(
-    problem: Problem, kind: str, rooflines: list[dict[str, Any]] | None = None
+    problem: Problem,
+    kind: str,
+    rooflines: list[dict[str, Any]] | None = None,
+    untrusted: SandboxedProblemSide | None = None,
 ) -> Check:
     """Generate every test and benchmark case's inputs, run ``ref_kernel`` on them, and
     check its output: finite (unless the inputs are not), and accepted by the problem's own
     ``check_implementation``. Where all pass, each benchmark case's bytes and flops go into
-    `rooflines` (see ValidationReport.rooflines)."""
+    `rooflines` (see ValidationReport.rooflines). With `untrusted` (not loaded yet), the
+    reference runs in that sandbox instead of this process (grader/untrusted.py)."""
     started = time.monotonic()
     cases = [(CaseKind.TEST, case) for case in problem.tests] + [
         (CaseKind.BENCHMARK, case) for case in problem.benchmarks_for(kind)
@@ -345,7 +363,13 @@ def check_reference(
             if name != "submission.py" and "/" not in name:
                 (Path(folder) / name).write_text(text)
         try:
-            reference = import_reference(Path(folder), module_names(problem))
+            if untrusted is not None:
+                untrusted.load(Path(folder))
+                reference = untrusted.module
+            else:
+                reference = import_reference(Path(folder), module_names(problem))
+        except Stop as stop:
+            message = stop.message
         except ModuleNotFoundError as exc:
             message = missing_module(exc) or "reference.py failed to import:\n" + trace_tail()
         except Exception as exc:
@@ -367,7 +391,7 @@ def check_reference(
                     break
                 message = check_case(reference, kind, case_kind, case)
             if not message and rooflines is not None and not problem.multi_gpu:
-                message = case_rooflines(problem, kind, reference, rooflines)
+                message = case_rooflines(problem, kind, reference, rooflines, untrusted)
     return Check(
         name=REFERENCE_STEPS[0],
         kind="reference",
@@ -446,10 +470,14 @@ def check_case(reference: ModuleType, kind: str, case_kind: CaseKind, case: dict
 
 
 def case_rooflines(
-    problem: Problem, kind: str, reference: ModuleType, into: list[dict[str, Any]]
+    problem: Problem,
+    kind: str,
+    reference: ModuleType,
+    into: list[dict[str, Any]],
+    untrusted: SandboxedProblemSide | None = None,
 ) -> str:
     """Each benchmark case's bytes and flops into `into`; '' or what went wrong."""
-    side = ProblemSide(problem, kind, None, PhaseClock({}))
+    side = untrusted or ProblemSide(problem, kind, None, PhaseClock({}))
     side.reference = reference
     for case in problem.benchmarks_for(kind):
         declared = problem.roofline(case)

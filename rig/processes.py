@@ -35,8 +35,8 @@ def service_env(data_dir: Path, **settings: str) -> dict[str, str]:
     return env
 
 
-def add_user(env: dict[str, str], name: str, *, admin: bool = False) -> str:
-    args = ["user", "add", name] + (["--admin"] if admin else [])
+def add_user(env: dict[str, str], name: str, *, admin: bool = False, author: bool = False) -> str:
+    args = ["user", "add", name] + (["--admin"] if admin else []) + (["--author"] if author else [])
     done = subprocess.run(
         kerneljudge(*args), env=env, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
     )

@@ -374,8 +374,8 @@ ScopeOption = Annotated[
     list[str] | None,
     typer.Option(
         "--scope",
-        help="what the token may do: read, submit or admin (an admin's only); repeat for "
-        "more; default: all the user may",
+        help="what the token may do: read, submit, author (an author's only) or admin (an "
+        "admin's only); repeat for more; default: all the user may",
     ),
 ]
 ExpiresDaysOption = Annotated[
@@ -389,6 +389,12 @@ ExpiresDaysOption = Annotated[
 def user_add(
     name: Annotated[str, typer.Argument(help="the user's name")],
     admin: Annotated[bool, typer.Option("--admin", help="make the user an admin")] = False,
+    author: Annotated[
+        bool,
+        typer.Option(
+            "--author", help="the user may add problems of its own, private to it (`author` scope)"
+        ),
+    ] = False,
     password_stdin: Annotated[
         bool,
         typer.Option("--password-stdin", help="read a password for the web pages from stdin"),
@@ -402,7 +408,7 @@ def user_add(
     password = read_password() if password_stdin else None
 
     def create(session: Any) -> str:
-        user = create_user(session, name, is_admin=admin, password=password)
+        user = create_user(session, name, is_admin=admin, is_author=author, password=password)
         return issue_token(
             session,
             user,
@@ -412,7 +418,8 @@ def user_add(
         )
 
     token = in_unit_of_work(create)
-    err.print(f"created {'admin ' if admin else ''}user {name!r}; API token:")
+    role = " ".join(kind for kind, on in (("admin", admin), ("author", author)) if on)
+    err.print(f"created {role + ' ' if role else ''}user {name!r}; API token:")
     typer.echo(token)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Annotated, TypeVar
 
 from fastapi import Depends, Path, Request
@@ -90,10 +91,35 @@ def get_admin_user(session: SessionDep, credentials: TokenCredentials) -> User:
     return user
 
 
+@dataclass(frozen=True)
+class ProblemAdder:
+    """Who adds a problem: an admin through a token with the ``admin`` scope (an organizer's
+    problem), or an author through one with the ``author`` scope (its own, private to it)."""
+
+    user: User
+    as_author: bool
+
+
+def get_problem_adder(session: SessionDep, credentials: TokenCredentials) -> ProblemAdder:
+    try:
+        return ProblemAdder(get_admin_user(session, credentials), as_author=False)
+    except Forbidden:
+        pass
+    # A ban is said as such; a user who is no author is told what it would take.
+    user = authenticate(session, credentials.credentials, Scope.READ)
+    if not user.is_author:
+        raise Forbidden(
+            "adding a problem needs an admin's token, or an author's with the author scope "
+            "(an admin makes a user an author)"
+        )
+    return ProblemAdder(authenticate(session, credentials.credentials, Scope.AUTHOR), True)
+
+
 OptionalUser = Annotated[User | None, Depends(get_optional_user)]
 CurrentUser = Annotated[User, Depends(get_current_user)]
 SubmittingUser = Annotated[User, Depends(get_submitting_user)]
 AdminUser = Annotated[User, Depends(get_admin_user)]
+Adder = Annotated[ProblemAdder, Depends(get_problem_adder)]
 
 
 def client_address(request: Request) -> str:

@@ -100,6 +100,9 @@ class User(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     name: Mapped[str] = mapped_column(NulFreeString(64), unique=True)
     is_admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    # May add problems of its own through a token with the `author` scope: private to it,
+    # its reference graded only in a sandbox (grader/untrusted.py). Admins grant it.
+    is_author: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     password_hash: Mapped[str | None] = mapped_column(NulFreeString(255), default=None)
     # Where a password-reset link is mailed when the site can send mail; the user's own.
     email: Mapped[str | None] = mapped_column(NulFreeString(254), default=None)
@@ -188,6 +191,10 @@ class Problem(Base):
     # How hard the organizers rate it (grader.problem.DIFFICULTIES: easy, medium, hard), from
     # task.yml's `difficulty` or the admin page; None: not rated.
     difficulty: Mapped[str | None] = mapped_column(NulFreeString(16), default=None)
+    # The author whose own problem this is (None: an organizer's): seen and graded by it and
+    # admins only, and its reference trusted no more than a submission, run in a sandbox of
+    # its own in every validation and grading (grader/untrusted.py).
+    owner_id: Mapped[int | None] = mapped_column(Integer, default=None, index=True)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

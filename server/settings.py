@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     max_code_bytes: int = 1_000_000
     max_request_bytes: int = 60_000_000
     max_archive_bytes: int = 20_000_000
+    # Problems an author may have of its own (server/problems/service.py): each new one is
+    # validated on every device type's workers.
+    max_problems_per_author: int = Field(default=200, ge=0)
     # A batch's items at most, and a token's batch items queued or running at most (a batch
     # that would go over the second is answered 429 with Retry-After).
     max_batch_items: int = Field(default=1000, ge=1)

@@ -168,6 +168,11 @@ def apply_file(
     if unknown:
         raise BadRequest(f"no problem named {', '.join(map(repr, unknown))}")
     for entry in file.problems:
+        if found[entry.name].owner_id is not None:
+            raise BadRequest(
+                f"problem {entry.name!r} is an author's own (private to it, its reference "
+                "untrusted): a competition holds only organizers' problems"
+            )
         offered = problems.gpu_types_for(found[entry.name], settings)
         if file.gpu not in offered:
             raise BadRequest(

@@ -9,7 +9,16 @@ from fastapi import APIRouter, File, Form, Query, UploadFile
 from fastapi.responses import Response
 
 from server import downloads
-from server.deps import AdminUser, OptionalUser, SessionDep, SettingsDep
+from server.deps import (
+    Adder,
+    AdminUser,
+    CurrentUser,
+    OptionalUser,
+    SessionDep,
+    SettingsDep,
+    TokenCredentials,
+    get_admin_user,
+)
 from server.errors import BadRequest, Forbidden, NotAuthenticated, NotFound, PayloadTooLarge
 from server.errors import responses as error_responses
 from server.models import Problem, ProblemValidation
@@ -40,6 +49,7 @@ def summary(problem: Problem, settings: Settings) -> ProblemSummary:
         leaderboard_from_version=problem.leaderboard_from_version,
         pending_version=problem.candidate["version"] if problem.candidate else None,
         difficulty=problem.difficulty,
+        private=problem.owner_id is not None,
     )
 
 
@@ -116,12 +126,14 @@ def download_bundle(name: str, session: SessionDep, user: OptionalUser) -> Respo
     response_model=ProblemOut,
     responses=error_responses(BadRequest, PayloadTooLarge, NotAuthenticated, Forbidden),
     summary="Add a problem, or a new version of it, from a .zip or .tar.gz of its folder; "
-    "it goes live once validated on the workers",
+    "it goes live once validated on the workers. An admin's token adds an organizer's "
+    "problem; an author's token (the `author` scope) adds one of the author's own, private "
+    "to it, whose reference is graded only in a sandbox",
 )
 def add_problem(
     session: SessionDep,
     settings: SettingsDep,
-    admin: AdminUser,
+    adder: Adder,
     archive_file: UploadFile = File(alias="archive", description="a .zip or .tar.gz"),
     name: str | None = Form(default=None, max_length=100),
     leaderboard: str = Form(
@@ -143,15 +155,20 @@ def add_problem(
 ) -> ProblemOut:
     # FastAPI has spooled the upload already; reading it here, in the thread pool, is fine.
     raw = archive_file.file.read(settings.max_archive_bytes + 1)
+    if adder.as_author and (hidden is False or starts_at is not None):
+        raise BadRequest(
+            "an author's problem is private to it: it takes no hidden=false and no starts_at"
+        )
     problem, created = service.add_problem_from_archive(
         session,
         settings,
         raw,
         archive_file.filename or "",
         name,
-        admin,
+        adder.user,
         leaderboard,
         service.Opening(hidden=hidden, starts_at=starts_at),
+        owner=adder.user if adder.as_author else None,
     )
     # Its validation round is sent once this request's transaction commits.
     out = detail(problem, settings)
@@ -163,10 +180,15 @@ def add_problem(
     "/{name}/validation",
     response_model=ValidationOut,
     responses=error_responses(NotAuthenticated, Forbidden, NotFound),
-    summary="The current version's validation: each device type's report",
+    summary="The current version's validation: each device type's report (an admin's, or "
+    "an author's of its own problem)",
 )
-def read_validation(name: str, session: SessionDep, admin: AdminUser) -> ValidationOut:
+def read_validation(
+    name: str, session: SessionDep, user: CurrentUser, credentials: TokenCredentials
+) -> ValidationOut:
     problem = repository.get_problem(session, name)
+    if problem is None or not service.owns(user, problem):
+        get_admin_user(session, credentials)  # 403 for anyone else
     if problem is None:
         raise NotFound(f"no problem named {name!r}")
     return validation_out(session, problem)

@@ -23,5 +23,11 @@ def loaded(problem: Problem) -> GraderProblem:
 
 def problem_files(problem: Problem) -> dict[str, Any]:
     """A problem as a worker is sent it, to grade or validate on: its name, version and
-    files (nothing of the database's beyond that: a worker holds no credentials)."""
-    return {"name": problem.name, "version": problem.version, "files": problem.files}
+    files (nothing of the database's beyond that: a worker holds no credentials), and
+    whether its reference is an author's, run only in a sandbox (grader/untrusted.py)."""
+    return {
+        "name": problem.name,
+        "version": problem.version,
+        "files": problem.files,
+        "untrusted_reference": problem.owner_id is not None,
+    }

@@ -57,6 +57,15 @@ def list_problems(session: Session) -> Sequence[Problem]:
     return session.scalars(select(Problem).order_by(BY_DIFFICULTY, Problem.name)).all()
 
 
+def count_owned_problems(session: Session, owner_id: int) -> int:
+    return (
+        session.scalar(
+            select(func.count()).select_from(Problem).where(Problem.owner_id == owner_id)
+        )
+        or 0
+    )
+
+
 def get_validation(session: Session, validation_id: int) -> ProblemValidation | None:
     return session.get(ProblemValidation, validation_id)
 

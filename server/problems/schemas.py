@@ -32,6 +32,11 @@ class ProblemSummary(BaseModel):
     deadline: datetime | None = Field(
         default=None, description="after it, leaderboard-mode submissions are refused"
     )
+    private: bool = Field(
+        default=False,
+        description="an author's own problem: only its author and the admins see it, and its "
+        "reference is graded only in a sandbox of its own",
+    )
     leaderboard_from_version: int = Field(
         description="the live leaderboard ranks submissions made against this version or later"
     )

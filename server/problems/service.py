@@ -26,7 +26,7 @@ from grader.problem import (
 from grader.problem import Problem as GraderProblem
 from server.audit import service as audit
 from server.devices import local_device
-from server.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
+from server.errors import BadRequest, Conflict, Forbidden, NotFound, PayloadTooLarge
 from server.models import Problem, User, utcnow
 from server.problems import archive, baselines, repository, validation, versions
 from server.settings import Settings
@@ -130,9 +130,11 @@ def add_problem_from_archive(
     actor: User,
     leaderboard: str = CARRY_OVER,
     opening: Opening | None = None,
+    owner: User | None = None,
 ) -> tuple[Problem, bool]:
-    """Unpack an uploaded archive and add its problem, to be validated; returns it and
-    whether it is new. Its validation is sent once the caller commits."""
+    """Unpack an uploaded archive and add its problem (with ``owner``, an author's own: see
+    ``add_problem_from_path``), to be validated; returns it and whether it is new. Its
+    validation is sent once the caller commits."""
     if len(raw) > settings.max_archive_bytes:
         raise PayloadTooLarge(f"the archive is over {settings.max_archive_bytes} bytes")
     with tempfile.TemporaryDirectory(prefix="kj-upload-") as scratch:
@@ -150,6 +152,7 @@ def add_problem_from_archive(
                 source=f"archive {filename}",
                 leaderboard=leaderboard,
                 opening=opening,
+                owner=owner,
             )
         except BadRequest as exc:
             # Name files as they are in the archive, not where the server unpacked them.
@@ -167,12 +170,16 @@ def add_problem_from_path(
     source: str | None = None,
     leaderboard: str = CARRY_OVER,
     opening: Opening | None = None,
+    owner: User | None = None,
 ) -> Problem:
     """An admin's (or, with no actor, the command line's) add or update, written to the audit
     log: ``problem.add``, ``problem.update`` (a new version) or ``problem.unchanged``. A new
     problem or version (or new example solutions) is not live until it has been validated;
     its validation is sent once the caller commits. ``opening`` hides or schedules it (its
-    fields left None keep the problem's settings: a new problem is visible at once)."""
+    fields left None keep the problem's settings: a new problem is visible at once). With
+    ``owner``, an author's own problem: hidden from everyone but it and the admins for
+    good, its reference graded only in a sandbox (grader/untrusted.py); files the problem
+    already has are not validated again."""
     opening = opening or Opening()
     try:
         loaded = load_problem(path)
@@ -180,6 +187,9 @@ def add_problem_from_path(
         raise BadRequest(str(exc)) from exc
     before = current_version(session, name or loaded.name)
     previous = repository.get_problem(session, (name or loaded.name).lower())
+    if owner is not None:
+        check_author_may_add(session, settings, owner, previous, name or loaded.name)
+        opening = Opening(hidden=True)
     # The newest version (a staged one, else the live one) before and after: what changed.
     newest_before = newest_state(previous) if previous is not None else None
     solutions = example_solutions(path) if path.is_dir() else {}
@@ -188,6 +198,8 @@ def add_problem_from_path(
     )
     newest = versions.newest(problem)
     opening.apply(problem)
+    if owner is not None:
+        problem.owner_id = owner.id
     if before is None:
         action = "problem.add"
         problem.status = validation.VALIDATING  # nothing serves until it is validated
@@ -216,6 +228,28 @@ def add_problem_from_path(
         },
     )
     return problem
+
+
+def check_author_may_add(
+    session: Session, settings: Settings, author: User, previous: Problem | None, name: str
+) -> None:
+    """Conflict for a name that is not the author's (an organizer's problem or another
+    author's: a name says nothing of whose), Forbidden past the problems an author may have."""
+    if previous is not None:
+        if previous.owner_id != author.id:
+            raise Conflict(f"the problem name {name.lower()!r} is taken; choose another")
+        return
+    held = repository.count_owned_problems(session, author.id)
+    if held >= settings.max_problems_per_author:
+        raise Forbidden(
+            f"you have {held} problems, the most an author may have here "
+            f"(KJ_MAX_PROBLEMS_PER_AUTHOR); add a version to one of them instead"
+        )
+
+
+def owns(user: User | None, problem: Problem) -> bool:
+    """Whether `problem` is `user`'s own (an author's private problem)."""
+    return user is not None and problem.owner_id is not None and problem.owner_id == user.id
 
 
 @dataclass(frozen=True)
@@ -291,7 +325,10 @@ def opens_at(problem: Problem, competition_opens_at: datetime | None) -> datetim
     """When competitors first see the problem: a visible one at its start time (at once
     without one), and any one at the opening of its earliest competition, whichever comes
     first; None for a hidden problem in no competition (only admins ever see it). Hidden
-    (``is_public`` off) thus means hidden until its competition opens."""
+    (``is_public`` off) thus means hidden until its competition opens. An author's own
+    problem never opens: it is its author's and the admins' alone."""
+    if problem.owner_id is not None:
+        return None
     moments = [] if competition_opens_at is None else [competition_opens_at]
     if problem.is_public:
         moments.append(problem.starts_at or datetime.min.replace(tzinfo=UTC))
@@ -300,7 +337,7 @@ def opens_at(problem: Problem, competition_opens_at: datetime | None) -> datetim
 
 def opening_of(session: Session, problem: Problem) -> datetime | None:
     """``opens_at`` with the problem's competitions read from the database."""
-    if problem.is_public and problem.starts_at is None:
+    if problem.is_public and problem.starts_at is None and problem.owner_id is None:
         return datetime.min.replace(tzinfo=UTC)  # no competition makes it any earlier
     return opens_at(problem, repository.competition_openings(session, [problem.id]).get(problem.id))
 
@@ -341,7 +378,7 @@ def get_visible_problem(session: Session, name: str, user: User | None) -> Probl
     problem = repository.get_problem(session, name)
     if problem is None:
         raise NotFound(f"no problem named {name!r}")
-    if not (is_admin(user) or shown_to_everyone(session, problem)):
+    if not (is_admin(user) or owns(user, problem) or shown_to_everyone(session, problem)):
         raise NotFound(hidden_message(session, problem, name))
     return problem
 
@@ -354,7 +391,7 @@ def get_problem_to_submit(session: Session, name: str, user: User) -> Problem:
     problem = repository.get_problem(session, name, light=True)
     if problem is None:
         raise NotFound(f"no problem named {name!r}")
-    if not (is_admin(user) or opened(session, problem)):
+    if not (is_admin(user) or owns(user, problem) or opened(session, problem)):
         raise NotFound(hidden_message(session, problem, name))
     if problem.status != LIVE:
         raise Conflict(not_live_message(problem))
@@ -382,7 +419,12 @@ def list_visible_problems(session: Session, user: User | None) -> Sequence[Probl
     return [
         problem
         for problem in everything
-        if problem.status == LIVE and (moment := openings[problem.id]) is not None and now >= moment
+        if owns(user, problem)
+        or (
+            problem.status == LIVE
+            and (moment := openings[problem.id]) is not None
+            and now >= moment
+        )
     ]
 
 

@@ -71,6 +71,8 @@ def staged(problem: Problem) -> Problem | None:
         solutions=dict(candidate["solutions"]),
         status=candidate["status"],
         test_cases_timeouts=dict(candidate.get("test_cases_timeouts") or {}),
+        # An author's new version is as untrusted as its live one (loaded.problem_files).
+        owner_id=problem.owner_id,
     )
 
 

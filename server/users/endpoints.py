@@ -93,7 +93,10 @@ def delete_account(
 
 
 class UserModeration(BaseModel):
-    action: str = Field(description="'ban', 'unban', 'make_admin' or 'revoke_admin'")
+    action: str = Field(
+        description="'ban', 'unban', 'make_admin', 'revoke_admin', 'make_author' (the user may "
+        "add problems of its own, private to it) or 'revoke_author'"
+    )
     reason: str | None = Field(
         default=None,
         description="why; required to ban (the user is told it whenever they are refused), "
@@ -104,6 +107,7 @@ class UserModeration(BaseModel):
 class UserOut(BaseModel):
     name: str
     is_admin: bool
+    is_author: bool = Field(description="may add problems of its own, private to it")
     is_banned: bool
     banned_reason: str | None
 
@@ -112,8 +116,8 @@ class UserOut(BaseModel):
     "/{name}/moderation",
     response_model=UserOut,
     responses=responses(BadRequest, NotAuthenticated, Forbidden, NotFound),
-    summary="Ban, unban, make admin or revoke admin (audited with the reason, which a ban "
-    "requires)",
+    summary="Ban, unban, make or revoke admin, make or revoke author (audited with the reason, "
+    "which a ban requires)",
 )
 def moderate_user(
     name: str, moderation: UserModeration, session: SessionDep, admin: AdminUser
@@ -123,6 +127,7 @@ def moderate_user(
     return UserOut(
         name=user.name,
         is_admin=user.is_admin,
+        is_author=user.is_author,
         is_banned=user.is_banned,
         banned_reason=service.banned_reason(session, user),
     )

@@ -2,8 +2,10 @@
 
 A route asks for one scope: ``read`` for everything a signed-in user reads (and for a token
 sent where none is needed), ``submit`` for what a competitor sends (submissions, batches,
-teams), ``admin`` for the admin routes, which also need the user to be an admin. Only an
-admin's token may be given ``admin``. A token past its ``expires_at`` is refused (401)."""
+teams), ``author`` for adding problems of one's own (an author's: a user an admin made
+one), ``admin`` for the admin routes, which also need the user to be an admin. Only an
+admin's token may be given ``admin``, and only an author's ``author``. A token past its
+``expires_at`` is refused (401)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from enum import StrEnum
 from server.errors import BadRequest, Forbidden, NotAuthenticated
 from server.models import ApiToken, User
 
+AUTHORS_ONLY = "only an author's token may have the author scope (an admin makes a user an author)"
 # Days a token may be made to last at most (a longer life: no expiry).
 MAX_EXPIRES_DAYS = 3650
 
@@ -21,13 +24,19 @@ MAX_EXPIRES_DAYS = 3650
 class Scope(StrEnum):
     READ = "read"
     SUBMIT = "submit"
+    AUTHOR = "author"
     ADMIN = "admin"
 
 
 def default_for(user: User) -> list[Scope]:
     """A token's scopes when its maker chooses none: all its user may use (as every token
     made before scopes had)."""
-    return [Scope.READ, Scope.SUBMIT, *([Scope.ADMIN] if user.is_admin else [])]
+    return [
+        Scope.READ,
+        Scope.SUBMIT,
+        *([Scope.AUTHOR] if user.is_author else []),
+        *([Scope.ADMIN] if user.is_admin else []),
+    ]
 
 
 def parse(names: Iterable[str], user: User) -> list[Scope]:
@@ -41,6 +50,8 @@ def parse(names: Iterable[str], user: User) -> list[Scope]:
         raise BadRequest(f"give a token at least one scope: {', '.join(Scope)}")
     if Scope.ADMIN in wanted and not user.is_admin:
         raise Forbidden("only an admin's token may have the admin scope")
+    if Scope.AUTHOR in wanted and not user.is_author:
+        raise Forbidden(AUTHORS_ONLY)
     return [scope for scope in Scope if scope in wanted]
 
 
@@ -66,6 +77,8 @@ def check(token: ApiToken, scope: Scope, now: datetime) -> None:
         )
     if scope == Scope.ADMIN and not token.user.is_admin:
         raise Forbidden("this needs an admin's token")
+    if scope == Scope.AUTHOR and not token.user.is_author:
+        raise Forbidden(AUTHORS_ONLY)
     if scope not in of(token):
         raise Forbidden(
             f"this token lacks the {scope.value!r} scope (it has: {token.scopes}); "

@@ -48,10 +48,15 @@ def hash_token(token: str) -> str:
 
 
 def create_user(
-    session: Session, name: str, *, is_admin: bool = False, password: str | None = None
+    session: Session,
+    name: str,
+    *,
+    is_admin: bool = False,
+    is_author: bool = False,
+    password: str | None = None,
 ) -> User:
     check_new_name(session, name)
-    user = User(name=name, is_admin=is_admin)
+    user = User(name=name, is_admin=is_admin, is_author=is_author)
     if password is not None:
         set_password(user, password)
     session.add(user)
@@ -269,7 +274,7 @@ def list_users(session: Session) -> Sequence[User]:
     return repository.list_users(session)
 
 
-USER_MODERATIONS = ("ban", "unban", "make_admin", "revoke_admin")
+USER_MODERATIONS = ("ban", "unban", "make_admin", "revoke_admin", "make_author", "revoke_author")
 # The audit log's action of a user deleting their own account.
 DELETED = "user.delete"
 
@@ -295,8 +300,8 @@ def banned_message(session: Session, user: User) -> str:
 def moderate_user(
     session: Session, admin: User, user_id: int, action: str, reason: str | None = None
 ) -> User:
-    """Ban, unban, make admin or drop admin, written to the audit log with the reason, which
-    a ban requires (the user is told it when refused). An admin cannot ban or demote
+    """Ban, unban, make or drop admin, make or drop author, written to the audit log with the
+    reason, which a ban requires (the user is told it when refused). An admin cannot ban or demote
     themselves, so a site never loses its last admin by a slip."""
     if action not in USER_MODERATIONS:
         raise BadRequest(f"unknown action {action!r}; choose one of {', '.join(USER_MODERATIONS)}")
@@ -315,6 +320,10 @@ def moderate_user(
         user.is_admin = True
     elif action == "revoke_admin":
         user.is_admin = False
+    elif action == "make_author":
+        user.is_author = True
+    elif action == "revoke_author":
+        user.is_author = False
     else:
         raise BadRequest(f"unknown action {action!r}")
     if action in ("ban", "unban"):

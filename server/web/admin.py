@@ -45,6 +45,8 @@ USER_ACTIONS_DONE = {
     "unban": "unbanned",
     "make_admin": "is now an organizer",
     "revoke_admin": "is no longer an organizer",
+    "make_author": "may now add problems of its own",
+    "revoke_author": "may no longer add problems of its own",
 }
 
 

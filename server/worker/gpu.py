@@ -109,6 +109,12 @@ def problem_of(payload: dict[str, Any]) -> Problem:
     return problem_from_files(payload["problem"]["name"], payload["problem"]["files"])
 
 
+def trust(payload: dict[str, Any]) -> dict[str, Any]:
+    """Whether the job's problem is an author's, whose reference the grader runs only in a
+    sandbox of its own (grader/untrusted.py); a job that does not say is an organizer's."""
+    return {"untrusted_reference": bool(payload["problem"].get("untrusted_reference", False))}
+
+
 def machine(worker: context.GpuWorker) -> dict[str, Any]:
     """What every job here tells the grader of this machine: its device, the peaks its
     speed-of-light fractions are measured against, a runner's memory, the standby runners."""
@@ -141,6 +147,7 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
                 on_progress=progress,
                 # A job that names no precision (an older server sent it) is timed standard.
                 precision=payload.get("precision", Precision.STANDARD),
+                **trust(payload),
                 **machine(worker),
             )
         files.update(graded.contents)
@@ -185,6 +192,7 @@ def validate_problem(validation_id: int, payload: dict[str, Any]) -> None:
             problem_of(payload),
             dict(payload.get("solutions") or {}),
             timeouts={k: float(v) for k, v in (payload.get("timeouts") or {}).items()},
+            **trust(payload),
             **machine(worker),
         ).to_dict()
 
@@ -211,6 +219,7 @@ def time_problem_baselines(baseline_id: int, payload: dict[str, Any]) -> None:
             problem_of(payload),
             secret_seed=payload.get("secret_seed"),
             timeout_s=payload.get("timeout_s"),
+            **trust(payload),
             **machine(worker),
         ).to_dict()
 

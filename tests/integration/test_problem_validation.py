@@ -39,6 +39,7 @@ class Site:
     admin: str
     competitor: str
     log: Path
+    author: str = ""
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +48,10 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     env = service_env(root / "var")
     admin = add_user(env, "olga", admin=True)
     competitor = add_user(env, "pete")
+    author = add_user(env, "ada", author=True)
     log = root / "serve.log"
     with serving(env, log) as base:
-        yield Site(base, admin, competitor, log)
+        yield Site(base, admin, competitor, log, author)
 
 
 def vectorsum_zip(
@@ -75,25 +77,27 @@ def headers(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
-def upload(site: Site, raw: bytes, **form: str) -> dict[str, Any]:
+def upload(site: Site, raw: bytes, token: str = "", **form: str) -> dict[str, Any]:
     response = httpx.post(
         f"{site.base}/api/v1/problems",
         files={"archive": ("p.zip", raw)},
         data=form,
-        headers=headers(site.admin),
+        headers=headers(token or site.admin),
         timeout=60,
     )
     assert response.status_code == 201, response.text
     return dict(response.json())
 
 
-def wait_validated(site: Site, name: str, timeout_s: float = 240) -> dict[str, Any]:
+def wait_validated(
+    site: Site, name: str, timeout_s: float = 240, token: str = ""
+) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     seen: dict[str, Any] = {}
     while time.monotonic() < deadline:
         seen = httpx.get(
             f"{site.base}/api/v1/problems/{name}/validation",
-            headers=headers(site.admin),
+            headers=headers(token or site.admin),
             timeout=10,
         ).json()
         # A live problem stays live through a round: its devices tell when the round ends.
@@ -227,3 +231,35 @@ def test_a_broken_reference_makes_the_problem_invalid(
     assert checks["solutions/a.py"]["outcome"] == "skipped"
     hidden = httpx.get(f"{site.base}/api/v1/problems/{name}", timeout=10)
     assert hidden.status_code == 404
+
+
+def probing(marker: Path) -> str:
+    """vectorsum's reference, trying at import to leave a file on the worker's host."""
+    return (
+        f"try:\n    open({str(marker)!r}, 'w').write('reached')\nexcept OSError:\n    pass\n"
+        + REFERENCE
+    )
+
+
+def test_an_authors_reference_is_validated_and_graded_only_in_its_sandbox(
+    site: Site, tmp_path: Path
+) -> None:
+    """The same reference reaches the worker's host as an organizer's problem and does not
+    as an author's: the service tells the worker, and the worker keeps it in a sandbox."""
+    organizers, authors = tmp_path / "organizers", tmp_path / "authors"
+    upload(site, vectorsum_zip("probed", reference=probing(organizers)))
+    assert wait_validated(site, "probed")["status"] == "live"
+    assert organizers.read_text() == "reached"
+
+    created = upload(site, vectorsum_zip("ownsum", reference=probing(authors)), site.author)
+    assert created["private"] is True
+    validation = wait_validated(site, "ownsum", token=site.author)
+    assert validation["status"] == "live", validation
+    sid = submit(site.base, site.author, "ownsum", RIGHT, "test")
+    report = wait_for(site.base, site.author, sid, TERMINAL, 120, site.log)
+    assert report["status"] == "passed", report["message"]
+    assert not authors.exists()
+    # Its author's alone: a competitor neither sees nor submits to it.
+    for path in ("/api/v1/problems/ownsum", f"/api/v1/submissions/{sid}"):
+        seen = httpx.get(f"{site.base}{path}", headers=headers(site.competitor), timeout=10)
+        assert seen.status_code == 404
