@@ -71,6 +71,25 @@ def test_only_an_admins_token_may_have_the_admin_scope(database: None) -> None:
         token_for(name, ["read", "admin"])
 
 
+async def test_an_authors_tokens_have_the_author_scope_and_no_one_elses(
+    client: httpx.AsyncClient,
+) -> None:
+    name, _ = make_user("plain-author")
+    with pytest.raises(Forbidden, match="only an author's token"):
+        token_for(name, ["read", "author"])
+    with session_scope() as session:
+        user = get_user_by_name(session, name)
+        assert user is not None
+        user.is_author = True
+        default = issue_token(session, user)
+        scopes = session.scalar(
+            select(ApiToken.scopes).where(ApiToken.token_hash == hash_token(default))
+        )
+    assert scopes is not None and "author" in scopes.split()
+    shown = await client.get("/api/v1/problems", headers={"Authorization": f"Bearer {default}"})
+    assert shown.status_code == 200
+
+
 async def test_an_expired_token_is_refused_as_expired(client: httpx.AsyncClient) -> None:
     name, _ = make_user("brief")
     headers = token_for(name, ["read"], expires_days=1)

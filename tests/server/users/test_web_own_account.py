@@ -59,6 +59,7 @@ async def test_tokens_are_made_with_scopes_and_an_expiry_and_listed_so(
     page = f"/users/{name}"
     form = await browser.get(page, headers=HTML)
     assert 'value="admin"' not in form.text  # only an admin's token may have it
+    assert 'value="author"' not in form.text  # nor an author's but an author's
     made = await post_form(
         browser,
         "/account/tokens",
@@ -74,6 +75,7 @@ async def test_tokens_are_made_with_scopes_and_an_expiry_and_listed_so(
     for fields, error in (
         ({"label": "none"}, "at least one scope"),
         ({"scope": "admin"}, "only an admin"),
+        ({"scope": "author"}, "only an author"),
         ({"scope": "read", "expires_days": "-3"}, "whole number of days"),
     ):
         refused = await post_form(browser, "/account/tokens", fields, from_page=page)
