@@ -148,50 +148,57 @@ def test_an_untrusted_reference_grades_as_a_trusted_one(
     assert "mismatch at (0, 0)" in wrong.message
 
 
-def test_a_hostile_reference_reaches_nothing_of_the_worker(
+@dataclasses.dataclass
+class Probed:
+    """The hostile reference's problem, what it aims at, and the port it tries."""
+
+    problem: Problem
+    targets: dict[str, str]
+    server: socket.socket
+
+
+@pytest.fixture
+def probed(
     vectoradd: Problem,
-    solution: Callable[[str, str], str],
     tmp_path: Path,
     listener: tuple[socket.socket, int],
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
+) -> Iterator[Probed]:
     server, port = listener
     hostile, targets = _hostile(vectoradd, tmp_path, port)
     monkeypatch.setenv(targets["env_name"], "s3cret-in-the-environment")
     with restored_checks():
-        report = grade(hostile, solution("vectoradd", "pytorch"), untrusted_reference=True)
-        # Nothing reached: the probes found nothing, so the reference generated its inputs.
-        assert report.status == Status.PASSED, report.message
-        assert "REACHED" not in report.message
-        assert not _accepted(server)
-        assert not Path(targets["written"]).exists()
-        assert _lingering() == [], "a process of the reference outlived its grading"
-        # The harness's checks are its own still: a wrong kernel on another problem fails.
-        wrong = grade(vectoradd, solution("vectoradd", "wrong_zeros"))
-        assert wrong.status == Status.FAILED
+        yield Probed(hostile, targets, server)
+
+
+def test_a_hostile_reference_reaches_nothing_of_the_worker(
+    vectoradd: Problem, solution: Callable[[str, str], str], probed: Probed
+) -> None:
+    report = grade(probed.problem, solution("vectoradd", "pytorch"), untrusted_reference=True)
+    # Nothing reached: the probes found nothing, so the reference generated its inputs.
+    assert report.status == Status.PASSED, report.message
+    assert "REACHED" not in report.message
+    assert not _accepted(probed.server)
+    assert not Path(probed.targets["written"]).exists()
+    assert _lingering() == [], "a process of the reference outlived its grading"
+    # The harness's checks are its own still: a wrong kernel on another problem fails.
+    wrong = grade(vectoradd, solution("vectoradd", "wrong_zeros"))
+    assert wrong.status == Status.FAILED
 
 
 def test_the_same_reference_trusted_reaches_all_of_it(
-    vectoradd: Problem,
-    solution: Callable[[str, str], str],
-    tmp_path: Path,
-    listener: tuple[socket.socket, int],
-    monkeypatch: pytest.MonkeyPatch,
+    vectoradd: Problem, solution: Callable[[str, str], str], probed: Probed
 ) -> None:
     """The control: in the harness's process each probe succeeds."""
-    server, port = listener
-    hostile, targets = _hostile(vectoradd, tmp_path, port)
-    monkeypatch.setenv(targets["env_name"], "s3cret-in-the-environment")
-    with restored_checks():
-        report = grade(hostile, solution("vectoradd", "pytorch"))
-        assert report.status == Status.ERROR
-        for reached in ("file:s3cret-on-the-worker", "env:s3cret-in-the-environment",
-                        "network:connected", "wrote:host"):  # fmt: skip
-            assert reached in report.message
-        assert _accepted(server)
-        assert _lingering() != []
-        wrong = grade(vectoradd, solution("vectoradd", "wrong_zeros"))
-        assert wrong.status == Status.PASSED  # the patched check passes everything
+    report = grade(probed.problem, solution("vectoradd", "pytorch"))
+    assert report.status == Status.ERROR
+    for reached in ("file:s3cret-on-the-worker", "env:s3cret-in-the-environment",
+                    "network:connected", "wrote:host"):  # fmt: skip
+        assert reached in report.message
+    assert _accepted(probed.server)
+    assert _lingering() != []
+    wrong = grade(vectoradd, solution("vectoradd", "wrong_zeros"))
+    assert wrong.status == Status.PASSED  # the patched check passes everything
 
 
 def test_a_reference_that_hangs_ends_its_grading_with_a_timeout(
