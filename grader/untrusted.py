@@ -151,8 +151,7 @@ class SandboxedProblemSide(ProblemSide):
     def generate(self, case: dict[str, Any], repeat: int = 0, seed: int | None = None) -> Any:
         with self.clock.phase("inputs"):
             kwargs = seeded_case(case, self.ranked_seed if seed is None else seed, repeat=repeat)
-            what = f"generate_input failed for case {label(case)}"
-            return self._on_device(self._ask({"op": "generate", "kwargs": kwargs}, what)["data"])
+            return self._inputs(kwargs, f"generate_input failed for case {label(case)}")
 
     def expected_and_written(
         self, case: dict[str, Any], data: Any, flops: list[float] | None = None
@@ -181,8 +180,11 @@ class SandboxedProblemSide(ProblemSide):
             return is_tensor_tree(again) and not written_paths(expected, again)
 
     def _generate_input(self, **kwargs: Any) -> Any:
-        reply = self._ask({"op": "generate", "kwargs": kwargs}, "generate_input failed")
-        return self._on_device(reply["data"])
+        return self._inputs(kwargs, "generate_input failed")
+
+    def _inputs(self, kwargs: dict[str, Any], what: str) -> Any:
+        """generate_input(**kwargs) in the sandbox, on this grading's device."""
+        return self._on_device(self._ask({"op": "generate", "kwargs": kwargs}, what)["data"])
 
     def _ref_kernel(self, data: Any) -> Any:
         """ref_kernel's output; what it wrote into `data` in the sandbox is written here."""
