@@ -31,6 +31,7 @@ import concurrent.futures
 import contextlib
 import fnmatch
 import json
+import math
 import os
 import platform
 import resource
@@ -267,6 +268,44 @@ def save_rows(path: Path, commit: str, device: str, rows: list[Row]) -> None:
     scratch.replace(path)
 
 
+def sweep(
+    todo: list[tuple[Path, str]],
+    rows: list[Row],
+    *,
+    device: str,
+    timeout_s: float,
+    memory_gib: float | None,
+    jobs: int,
+    json_path: Path | None,
+    commit: str,
+    declared: dict[str, dict[str, Any]] | None = None,
+    budget_s: float | None = None,
+) -> list[Row]:
+    """Validate each (path, label) of `todo` in a process of its own, `jobs` at once, adding
+    its row to `rows` and rewriting `json_path` after each; the rows, sorted by problem.
+    A path is a problem folder or a KernelBench module (grader.problem.load_problem).
+    No problem starts once `budget_s` seconds have passed: those left have no row, so that
+    a run resumed from `json_path` sweeps them."""
+    deadline = time.monotonic() + budget_s if budget_s is not None else math.inf
+
+    def in_budget(path: Path, label: str) -> Row | None:
+        if time.monotonic() > deadline:
+            return None
+        return run_one(path, label, device, timeout_s, memory_gib, (declared or {}).get(label))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        running = [pool.submit(in_budget, path, label) for path, label in todo]
+        for future in concurrent.futures.as_completed(running):
+            row = future.result()
+            if row is None:
+                continue
+            print(f"{row.problem}: {row.outcome} ({row.wall_s:.0f} s)", file=sys.stderr, flush=True)
+            rows.append(row)
+            if json_path is not None:
+                save_rows(json_path, commit, device, rows)
+    return sorted(rows, key=lambda row: row.problem)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpumode_sweep", description=__doc__.split("\n\n")[0])
     parser.add_argument("checkout", nargs="?", type=Path, help="reference-kernels checkout")
@@ -306,26 +345,17 @@ def main(argv: list[str] | None = None) -> int:
         if label not in done:
             todo.append((folder, label))
     declarations = (yaml.safe_load(args.declare.read_text()) or {}) if args.declare else {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        running = [
-            pool.submit(
-                run_one,
-                folder,
-                label,
-                args.device,
-                args.timeout,
-                args.memory_gib,
-                declared_keys(declarations, label),
-            )
-            for folder, label in todo
-        ]
-        for future in concurrent.futures.as_completed(running):
-            row = future.result()
-            print(f"{row.problem}: {row.outcome} ({row.wall_s:.0f} s)", file=sys.stderr, flush=True)
-            rows.append(row)
-            if args.json is not None:
-                save_rows(args.json, args.commit, args.device, rows)
-    rows.sort(key=lambda row: row.problem)
+    rows = sweep(
+        todo,
+        rows,
+        device=args.device,
+        timeout_s=args.timeout,
+        memory_gib=args.memory_gib,
+        jobs=args.jobs,
+        json_path=args.json,
+        commit=args.commit,
+        declared={label: declared_keys(declarations, label) for _, label in todo},
+    )
     at = f" at {args.commit}" if args.commit else ""
     print(f"reference-kernels{at}, validated on {args.device} ({platform.node()})\n")
     print(table(rows))
