@@ -31,6 +31,19 @@
 #             .ext/reference-kernels is carried, swept on CUDA (sweep_cuda.json;
 #             SWEEP_ONLY: globs, SWEEP_FROM: an earlier sweep's JSON to resume, JOBS,
 #             SWEEP_S, SWEEP_TIMEOUT, RK_COMMIT)
+#   kernelbench KernelBench's levels 1-4 as published (.ext/KernelBench, bench/outside/README.md)
+#             swept on CUDA through the validation an upload gets (kernelbench_sweep.py:
+#             kernelbench_sweep.json; KB_LEVELS "1 2 3 4", KB_SWEEP_ONLY: globs such as
+#             "level1/19_*", KB_SWEEP_FROM: an earlier kernelbench_sweep.json to resume,
+#             JOBS, KB_SWEEP_S (280), KB_SWEEP_TIMEOUT (240)), then KernelBench's own
+#             eval_kernel_against_ref beside our grading on the same candidate kernels
+#             (kernelbench_side_by_side.py: kernelbench_side_by_side.json; KB_SIDE_ONLY:
+#             candidate globs, KB_KINDS: reference correct wrong slower hack, KB_SIDE_FROM:
+#             an earlier kernelbench_side_by_side.json to resume, KB_SIDE_S (280),
+#             KB_SIDE_TIMEOUT (240)); KB_STAGES picks "sweep", "side" or both (default),
+#             KB_COMMIT; each stage starts no work after its S seconds (it can run one
+#             problem's or candidate's timeouts past them), so a later command resumes it
+#             from the JSON carried back
 #   judging   a competition's final judging through serve (final_judging.py): ENTRANTS (10)
 #             entrants on JUDGED (vectoradd,vectorsum; rmsnorm and matmul time kernels of
 #             90 µs and more), K=RUNS (5) or fewer where K would
@@ -49,7 +62,7 @@ set -u
 for suite in "$@"; do
   case "$suite" in
     timing | sandbox | hostile | problems | service | outside | gpumode | profile | judging \
-      | baselines) ;;
+      | baselines | kernelbench) ;;
     *) echo "unknown suite: $suite (bash bench/gpu.sh with no suite lists them)"; exit 2 ;;
   esac
 done
@@ -203,6 +216,31 @@ gpumode() {  # each part where its checkout is carried in .ext/
     python3 -m bench.gpumode_sweep .ext/reference-kernels --device cuda --jobs "${JOBS:-1}" \
     --timeout "${SWEEP_TIMEOUT:-240}" --commit "${RK_COMMIT:-f83cb92}" \
     --declare bench/gpumode_declared.yml --json "$out/sweep_cuda.json" "${resume[@]}" "${only[@]}"
+}
+
+kernelbench() {  # .ext/KernelBench: its levels swept, then its harness beside ours
+  [ -d .ext/KernelBench/KernelBench ] || { echo "no .ext/KernelBench (bench/outside/README.md)"; return 1; }
+  local stages=${KB_STAGES:-sweep side} commit=${KB_COMMIT:-423217d9fda91e0c2d67e4a43bf62f96f6d104f1}
+  if [[ " $stages " == *" sweep "* ]]; then
+    local limit=${KB_SWEEP_S:-280} each=${KB_SWEEP_TIMEOUT:-240} resume=() only=()
+    if [ -n "${KB_SWEEP_FROM:-}" ]; then cp "$KB_SWEEP_FROM" "$out/kernelbench_sweep.json"; resume=(--resume); fi
+    if [ -n "${KB_SWEEP_ONLY:-}" ]; then read -ra only <<<"$KB_SWEEP_ONLY"; only=(--only "${only[@]}"); fi
+    step $((limit + each + 30)) "KernelBench levels ${KB_LEVELS:-1 2 3 4} swept on CUDA, ${JOBS:-1} at once" \
+      python3 -m bench.kernelbench_sweep .ext/KernelBench --levels ${KB_LEVELS:-1 2 3 4} \
+      --device cuda --jobs "${JOBS:-1}" --timeout "$each" --budget-s "$limit" --commit "$commit" \
+      --json "$out/kernelbench_sweep.json" "${resume[@]}" "${only[@]}"
+  fi
+  if [[ " $stages " == *" side "* ]]; then
+    local limit=${KB_SIDE_S:-280} each=${KB_SIDE_TIMEOUT:-240} resume=() only=() kinds=()
+    if [ -n "${KB_SIDE_FROM:-}" ]; then cp "$KB_SIDE_FROM" "$out/kernelbench_side_by_side.json"; resume=(--resume); fi
+    if [ -n "${KB_SIDE_ONLY:-}" ]; then read -ra only <<<"$KB_SIDE_ONLY"; only=(--only "${only[@]}"); fi
+    if [ -n "${KB_KINDS:-}" ]; then read -ra kinds <<<"$KB_KINDS"; kinds=(--kinds "${kinds[@]}"); fi
+    # each candidate runs up to two children (KernelBench's, ours) and a baseline per problem
+    step $((limit + 3 * each + 30)) "KernelBench's eval_kernel_against_ref beside our grading" \
+      python3 -m bench.kernelbench_side_by_side .ext/KernelBench --device cuda --timeout "$each" \
+      --budget-s "$limit" --commit "$commit" --candidates /tmp/kj-kernelbench-candidates \
+      --json "$out/kernelbench_side_by_side.json" "${resume[@]}" "${only[@]}" "${kinds[@]}"
+  fi
 }
 
 judging() {
