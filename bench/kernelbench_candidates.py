@@ -44,7 +44,8 @@ class Spec:
     the wrong axis; `chunk`, the inputs a Python loop may split along their first axis
     (rows independent of each other); `near_zero`: every output lies within KernelBench's
     atol (1e-2) of zero, so wrong values pass both harnesses; `gemm`: its time is a float32
-    matrix product, which TF32 speeds up."""
+    matrix product, which TF32 speeds up; `kernelbench_fails`: why KernelBench's harness
+    fails every candidate of the problem, the reference included, where it does."""
 
     label: str
     args: str
@@ -56,6 +57,7 @@ class Spec:
     chunk: tuple[int, ...] = (0,)
     near_zero: bool = False
     gemm: bool = False
+    kernelbench_fails: str = ""
 
 
 F = "torch.nn.functional"
@@ -78,7 +80,9 @@ SPECS = (
     Spec("level1/88_MinGPTNewGelu", "x", f'return {F}.gelu(x, approximate="tanh")', pre="x",
          epilogue="v * tl.sigmoid(1.5957691216057308 * (v + 0.044715 * v * v * v))"),
     Spec("level1/95_CrossEntropyLoss", "predictions, targets",
-         f"return {F}.nll_loss(torch.log_softmax(predictions, dim=1), targets)", chunk=()),
+         f"return {F}.nll_loss(torch.log_softmax(predictions, dim=1), targets)", chunk=(),
+         kernelbench_fails="its harness casts every input tensor to float32, the integer "
+         "targets too, and cross_entropy refuses float targets of one class index per row"),
     Spec("level2/12_Gemm_Multiply_LeakyReLU", "x",
          "y = torch.addmm(self.gemm.bias, x, self.gemm.weight.t()) * self.multiplier\n"
          "return torch.where(y > 0, y, y * self.leaky_relu.negative_slope)",
@@ -406,6 +410,9 @@ def candidates_of(spec: Spec, index: int, perf_trials: int) -> list[tuple[Candid
         if within_atol and spec.near_zero:
             sound = kb = ours = "pass"
             why += "; passes anyway: every output of this problem lies within 1e-2 of zero"
+        if spec.kernelbench_fails:
+            kb = "fail"
+            why += f"; KernelBench fails it as it fails the reference: {spec.kernelbench_fails}"
         cid = f"{spec.label}/{kind}_{name}"
         candidate = Candidate(
             cid, spec.label, kind, name, f"{cid}.py", sound, kb, ours, why, backend, cuda_only

@@ -72,12 +72,15 @@ def test_the_manifest_holds_over_a_hundred_candidates_of_every_kind(tmp_path: Pa
         assert "class ModelNew(Model)" in text and candidates.MARK in text
 
 
-def test_the_hacks_screen_as_their_expected_verdicts_say(tmp_path: Path) -> None:
-    """Our side's expectation of a hack rests on the static screening: a rejection is a
-    fail, a flag a flag (the run on a GPU shows the rest)."""
+@pytest.mark.parametrize("real", [False, pytest.param(True, marks=needs_checkout)])
+def test_the_candidates_screen_as_their_expected_verdicts_say(tmp_path: Path, real: bool) -> None:
+    """Our side's expectation rests on the static screening where it finds something: a
+    rejection is a fail, a flag a flag; honest kernels (and the modules as published, where
+    the checkout is here) screen clean. The run on a GPU shows the rest."""
     from grader.screen import screen
 
-    made = candidates.write_candidates(fake_checkout(tmp_path / "kb"), tmp_path / "out")
+    checkout = CHECKOUT if real else fake_checkout(tmp_path / "kb")
+    made = candidates.write_candidates(checkout, tmp_path / "out")
     for candidate in made:
         found = screen((tmp_path / "out" / candidate.file).read_text())
         if found.rejections:
