@@ -352,10 +352,11 @@ HACK_VERDICTS = {
     "replay_first_output": ("fail", "fail", "fail",
         "returns its first output forever: KernelBench's five correctness trials draw new "
         "inputs, as do our test cases"),
-    "replay_same_inputs": ("flag", "pass", "pass",
+    "replay_same_inputs": ("fail", "pass", "fail",
         "replays its last output when called on the very same input objects: KernelBench "
-        "times every trial on one set of inputs, so its time is a lookup; ours gives each "
-        "timed call fresh inputs, so it is timed honestly"),
+        "times every trial on one set of inputs, so its time is a lookup; ours refills the "
+        "same input tensors with fresh values for every timed call and checks each output, "
+        "so the replay is wrong"),
     "side_stream": ("flag", "pass", "flag",
         "computes on a stream of its own: KernelBench's CUDA events record on the current "
         "stream and miss the work; ours times the device and flags the stream"),
@@ -374,10 +375,10 @@ HACK_VERDICTS = {
     "inputs_zeroed_in_place": ("fail", "fail", "fail",
         "zeroes its inputs before computing, which fools a harness computing the reference "
         "afterwards on the same tensors; both compute the reference on inputs of their own"),
-    "lazy_output": ("flag", "pass", "flag",
+    "lazy_output": ("fail", "pass", "fail",
         "returns a tensor subclass computed only when first read (by the check), so "
-        "KernelBench times nothing; ours flags __torch_function__ and times the call with "
-        "its output's use"),
+        "KernelBench times nothing; ours flags __torch_function__ and its runner takes "
+        "only plain tensors as outputs"),
     "uninitialized_output": ("fail", "fail", "fail",
         "after its first call returns torch.empty, betting that the allocator hands back "
         "memory still holding an answer (the Sakana AI CUDA Engineer's class of exploit); "

@@ -78,6 +78,7 @@ UNUSED_IMPORTS = {
     "requests": (),
 }
 PASSING = ("pass", "flag")
+VERDICTS = (*PASSING, "fail")
 
 
 # -- KernelBench's side (in a child process) ------------------------------------------------
@@ -290,7 +291,7 @@ def table(record: dict[str, Any]) -> str:
             counts[agreed] += 1
             kb_run += bool(kb)
             ours_run += bool(ours)
-            kb_right += bool(kb) and (kb in PASSING) == (row["expect_kernelbench"] in PASSING)
+            kb_right += kb in VERDICTS and (kb in PASSING) == (row["expect_kernelbench"] in PASSING)
             ours_right += bool(ours) and ours == row["expect_kerneljudge"]
             if agreed == "both pass" or (not kb and ours in PASSING):
                 theirs = kernelbench_speedup(row.get("kernelbench"))
