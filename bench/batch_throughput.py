@@ -16,7 +16,9 @@ rewrite, a wrong one, one that crashes, a correct one four times slower) go thro
 (benchmark or leaderboard). Without `--budget-s` every item is sent at once; with it, items go
 in waves that keep about `--lead-s` of work queued and stop when the rest would not finish
 within the budget (counted from this process's start), so the run ends within it and reports
-what was done. On a host without a GPU the busy fraction is null."""
+what was done. POST to verdict is then the wait of a trainer that keeps that much work queued;
+sent at once, it grows with the number of items. On a host without a GPU the busy fraction is
+null."""
 
 from __future__ import annotations
 
@@ -326,7 +328,8 @@ def summarise(
     return {
         "items_sent": len(sent),
         "verdicts": len(done),
-        "unfinished": [g.key for g in sent if not g.verdicts][:20],
+        "unfinished": sum(1 for g in sent if not g.verdicts),
+        "unfinished_first": [g.key for g in sent if not g.verdicts][:20],
         "exactly_one_verdict": all(g.verdicts == 1 for g in sent),
         "more_than_one_verdict": [g.key for g in sent if g.verdicts > 1],
         "statuses": dict(Counter(str(g.status) for g in done)),
@@ -501,7 +504,8 @@ def summary_line(ran: dict[str, Any]) -> str:
         f"median {s(wait['median'])} s, p99 {s(wait['p99'])} s; grading median "
         f"{s(ran['grading_s']['median'])} s; GPU busy {'-' if busy is None else f'{busy:.1%}'}; "
         f"statuses {ran['statuses']}, error classes {ran['error_classes']}; unexpected "
-        f"{ran['unexpected']}; exactly one verdict each: {ran['exactly_one_verdict']}"
+        f"{ran['unexpected']}; exactly one verdict each: {ran['exactly_one_verdict']} "
+        f"({ran['unfinished']} sent without a verdict by the budget's end)"
     )
 
 

@@ -80,7 +80,7 @@ def test_the_summary_counts_verdicts_rates_and_waits() -> None:
     }
     ran = summarise(items, {}, busy_percent=42.0)
     assert ran["items_sent"] == 5 and ran["verdicts"] == 4
-    assert ran["unfinished"] == ["00004-rewrite-p1"]
+    assert ran["unfinished"] == 1 and ran["unfinished_first"] == ["00004-rewrite-p1"]
     assert ran["exactly_one_verdict"] is False and ran["more_than_one_verdict"] == []
     assert ran["statuses"] == {"passed": 1, "failed": 2, "error": 1}
     assert ran["error_classes"] == {"wrong": 2, "runtime": 1}
