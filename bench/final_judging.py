@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import statistics
 import tarfile
 import tempfile
@@ -39,7 +38,7 @@ import httpx
 import yaml
 
 from bench.provenance import provenance
-from bench.service_demo import serving
+from bench.service_demo import host_env, serving
 from rig.processes import TERMINAL, add_user
 
 # The work each entrant's kernel does again, as a share of the problem's whole input.
@@ -136,24 +135,38 @@ def small_archive(problem: str) -> bytes:
 
 def upload_small(base: str, admin_token: str, problem: str) -> str:
     """`problem`'s small variant uploaded as an organizer would, and validated: its name."""
-    headers = {"Authorization": f"Bearer {admin_token}"}
+    archive = small_archive(problem)
+    name = upload(base, admin_token, f"{problem}{SMALL}.tar.gz", archive, f"{problem}{SMALL}")
+    seen = validation(base, admin_token, name)
+    assert seen["status"] == "live", f"{name} did not validate: {seen}"
+    return name
+
+
+def upload(base: str, token: str, filename: str, archive: bytes, name: str | None = None) -> str:
+    """An archive sent to POST /api/v1/problems with `token` (an admin's: an organizer's
+    problem; an author's: its own, private one): the problem's name."""
+    headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(base_url=base, headers=headers, timeout=120) as http:
         sent = http.post(
             "/api/v1/problems",
-            files={"archive": (f"{problem}{SMALL}.tar.gz", small_archive(problem))},
-            data={"name": f"{problem}{SMALL}"},
+            files={"archive": (filename, archive)},
+            data={"name": name} if name else {},
         )
-        assert sent.status_code in (201, 202), sent.text
-        name = str(sent.json()["name"])
+    assert sent.status_code in (201, 202), sent.text
+    return str(sent.json()["name"])
+
+
+def validation(base: str, token: str, name: str) -> dict[str, Any]:
+    """The problem's validation once it is no longer under way (VALIDATION_S at most)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=base, headers=headers, timeout=120) as http:
         ends = time.monotonic() + VALIDATION_S
         while True:
-            seen = http.get(f"/api/v1/problems/{name}/validation").json()
+            seen: dict[str, Any] = http.get(f"/api/v1/problems/{name}/validation").json()
             if seen["status"] != "validating":
-                break
+                return seen
             assert time.monotonic() < ends, f"{name}: still validating"
             time.sleep(POLL_S)
-        assert seen["status"] == "live", f"{name} did not validate: {seen}"
-    return name
 
 
 class Client:
@@ -193,13 +206,7 @@ def main() -> None:
     args = parser.parse_args()
     problems = args.problems.split(",")
     data_dir = Path(tempfile.mkdtemp(prefix="kj-judging-"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KJ_")}
-    env |= {"KJ_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
-    for passed in ("KJ_BWRAP", "KJ_SANDBOX_CGROUP"):
-        if passed in os.environ:
-            env[passed] = os.environ[passed]
-    if args.device == "cpu":
-        env["KJ_GPU_TYPES"] = "cpu"
+    env = host_env(data_dir, args.device)
     names = [f"entrant{i:03d}" for i in range(args.entrants)]
     with ThreadPoolExecutor(4) as pool:
         admin_token = add_user(env, "organizer", admin=True)

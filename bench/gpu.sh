@@ -55,6 +55,15 @@
 #   profile   Nsight Compute outside and inside the sandbox (ncu_probe.json), profile mode
 #             through serve against ncu's own run (ncu_profile.json; PROFILED: vectoradd's
 #             solutions, DIRECT=1: graded in one process, VARIANTS=1)
+#   batches   KernelBench level-1 candidates through the batch API with the project's client
+#             (batch_throughput.py; .ext/KernelBench carried): BATCH_ITEMS (1000) per tier,
+#             the tiers BATCH_TIERS ("quick standard") one after the other in one service,
+#             standard and thorough in BATCH_MODE (benchmark); gradings per GPU-hour, POST to
+#             verdict, the GPU's busy fraction. Paced to end within BATCH_S (500) seconds,
+#             reporting the items that fit; BATCH_AT_ONCE=1 sends every item at once instead.
+#             BATCH_PROBLEMS: level-1 numbers, BATCH_OWNER=author: the trainer's own problems.
+#             More than one command's worth: bench/gpu_detached.sh with a larger BATCH_S
+#             (batch_throughput_<tiers>.json)
 # The harness's windows have their own command, bench/windows_session.sh.
 # CUTE_PARTS: the pieces of CuTe DSL's .tar.xz (bench/README.md), unpacked beside the wheels.
 set -u
@@ -62,7 +71,7 @@ set -u
 for suite in "$@"; do
   case "$suite" in
     timing | sandbox | hostile | problems | service | outside | gpumode | profile | judging \
-      | baselines | kernelbench) ;;
+      | baselines | kernelbench | batches) ;;
     *) echo "unknown suite: $suite (bash bench/gpu.sh with no suite lists them)"; exit 2 ;;
   esac
 done
@@ -263,6 +272,16 @@ profile() {
     python3 -m bench.ncu_profile_check ${PROFILED:-pytorch triton cuda_inline} ${DIRECT:+--direct} \
     ${VARIANTS:+--variants} --out "$out/ncu_profile.json"
   gpu_state "after the profiles"
+}
+
+batches() {
+  local tiers=${BATCH_TIERS:-quick standard} limit=${BATCH_S:-500}
+  local budget=(--budget-s $((limit - 30))); [ -n "${BATCH_AT_ONCE:-}" ] && budget=()
+  step "$limit" "KernelBench level 1 through the batch API: ${BATCH_ITEMS:-1000} items in each of $tiers" \
+    python3 -m bench.batch_throughput --items "${BATCH_ITEMS:-1000}" --tier "${tiers// /,}" \
+    --mode "${BATCH_MODE:-benchmark}" --owner "${BATCH_OWNER:-organizer}" "${budget[@]}" \
+    ${BATCH_PROBLEMS:+--problems $BATCH_PROBLEMS} --out "$out/batch_throughput_${tiers// /_}.json"
+  gpu_state "after the batches"
 }
 
 for suite in "$@"; do

@@ -53,6 +53,20 @@ def main() -> int:
         print((data_dir / "serve.log").read_text()[-3000:])
 
 
+def host_env(data_dir: Path, device: str) -> dict[str, str]:
+    """The environment of a `serve` of its own in `data_dir`: none of this shell's KJ_
+    settings but the sandbox's (bubblewrap's path, its cgroup), and on `device` "cpu" a
+    CPU worker even where a GPU is present."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KJ_")}
+    env |= {"KJ_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+    for passed in ("KJ_BWRAP", "KJ_SANDBOX_CGROUP"):
+        if passed in os.environ:
+            env[passed] = os.environ[passed]
+    if device == "cpu":
+        env["KJ_GPU_TYPES"] = "cpu"
+    return env
+
+
 @contextmanager
 def serving(env: dict[str, str], log_path: Path) -> Iterator[str]:
     """`kerneljudge serve` (API, results step and a local grading worker) on a free port,
