@@ -73,19 +73,29 @@ def runner_folders(prefix: str) -> tuple[Path, Path, Path]:
 
 
 def runner_isolation(
-    work: Path, kind: str, memory_bytes: int | None = None, more_paths: Sequence[str] = ()
+    work: Path,
+    kind: str,
+    memory_bytes: int | None = None,
+    more_paths: Sequence[str] = (),
+    gpus: Sequence[str] | None = None,
 ) -> sandbox.Isolation:
     """`more_paths`: host folders this runner needs (Nsight Compute's) besides those the
-    site names in KJ_SANDBOX_RO_PATHS."""
+    site names in KJ_SANDBOX_RO_PATHS. `gpus`: on a GPU, the GPUs whose device nodes the
+    sandbox holds (indices or UUIDs, as CUDA_VISIBLE_DEVICES names them: a grading's lease
+    in a worker of several); None: those CUDA_VISIBLE_DEVICES names."""
     extra = list(HostSettings.from_env().sandbox_ro_paths)
     extra += [p for p in more_paths if p not in extra]
     return sandbox.Isolation(
         cwd=RUN_DIR,
         ro_paths=(*SYSTEM_PATHS, *_python_paths(), *extra),
         ro_binds=((str(work), RUN_DIR), (str(GRADER_PACKAGE), f"{LIB_DIR}/grader")),
-        devices=sandbox.gpu_device_nodes() if kind == "cuda" else (),
+        devices=_gpu_nodes(gpus) if kind == "cuda" else (),
         cgroup=sandbox.CgroupLimits(memory_bytes=memory_bytes or DEFAULT_MEMORY_BYTES),
     )
+
+
+def _gpu_nodes(gpus: Sequence[str] | None) -> list[str]:
+    return sandbox.gpu_device_nodes(None if gpus is None else ",".join(gpus))
 
 
 # The submission's memory stays with its process once freed: buffers up to 32 MiB come from

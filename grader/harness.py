@@ -13,7 +13,7 @@ import math
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,6 +102,7 @@ def grade(
     standby: Standby | None = None,
     precision: Precision | str = Precision.STANDARD,
     untrusted_reference: bool = False,
+    gpus: Sequence[str] | None = None,
 ) -> Report:
     """Grade `code` (the text of submission.py) on `problem` and return the report.
 
@@ -134,7 +135,11 @@ def grade(
 
     `precision`: how long benchmark cases are timed (grader/precision.py): `thorough` takes
     more samples to a smaller standard error, in a longer budget per case and a longer time
-    limit (where `timeout_s` is not given); the checks are the same."""
+    limit (where `timeout_s` is not given); the checks are the same.
+
+    `gpus`: the GPUs (as CUDA_VISIBLE_DEVICES names them) a grading of several ranks holds,
+    one per rank, where its worker leased them (server/worker/lease.py); None: those
+    CUDA_VISIBLE_DEVICES names, as for a grading on one device."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     mode = Mode(mode)
@@ -166,6 +171,7 @@ def grade(
             screen=screen,
             on_progress=on_progress,
             precision=precision,
+            gpus=gpus,
         )
     info = detect_device(device)
     if peaks is None and mode != Mode.TEST:

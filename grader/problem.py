@@ -64,6 +64,8 @@ MAX_EVALUATOR_CHARS = 1_000_000  # read only to say why a problem depending on i
 TASK_FILE = "task.yml"
 # task.yml's `difficulty`, easiest first.
 DIFFICULTIES = ("easy", "medium", "hard")
+# The most ranks a case of a problem that spans several ranks may name (its `world_size`).
+MAX_RANKS = 8
 
 
 class ProblemError(Exception):
@@ -116,6 +118,25 @@ class Problem:
         """GPU MODE's `multi_gpu: true`: every case names its `world_size`, and the problem
         is graded by grader/rankharness.py with one process per rank."""
         return bool(self.spec.get("multi_gpu", False))
+
+    def gpus_for(self, kind: str) -> int:
+        """The GPUs one grading of it holds on a device of this kind ("cpu" or "cuda"): on a
+        GPU, a problem whose cases span ranks holds one per rank of its largest world size
+        over its test and benchmark cases (a grading holds as many rank processes as that,
+        and ranks past a case's world size sit it out: grader/rankharness.py); 1 otherwise,
+        and on the CPU, whose ranks are processes on its cores. A world size that is not
+        one (the grading ends in `error` over it) counts as none."""
+        if kind != "cuda" or not self.multi_gpu:
+            return 1
+        sizes = [case.get("world_size") for case in self.tests + self.benchmarks_for(kind)]
+        return max(
+            (
+                size
+                for size in sizes
+                if isinstance(size, int) and not isinstance(size, bool) and 1 <= size <= MAX_RANKS
+            ),
+            default=1,
+        )
 
     @property
     def test_timeout(self) -> float:

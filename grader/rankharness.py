@@ -18,6 +18,7 @@ from __future__ import annotations
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from grader.harness import capped
 from grader.hostsettings import HostSettings
 from grader.plausibility import label
 from grader.precision import Precision
-from grader.problem import Problem
+from grader.problem import MAX_RANKS, Problem
 from grader.rankreference import ReferenceGroup
 from grader.ranksession import RankOutcome, RankSession, verdict
 from grader.report import (
@@ -48,7 +49,6 @@ from grader.requirements import shortfall
 from grader.screen import screen as screen_source
 from grader.timing import geometric_mean, summarize
 
-MAX_RANKS = 8
 MIN_TIMED_CALLS = 5
 MAX_TIMED_CALLS = 50
 # A rank whose own median is under this share of the harness's figure for it is flagged.
@@ -116,8 +116,10 @@ def grade_ranks(
     screen: bool = True,
     on_progress: Any = None,
     precision: Precision = Precision.STANDARD,
+    gpus: Sequence[str] | None = None,
 ) -> Report:
-    """grade() for a problem whose cases span several ranks (see the module's docstring)."""
+    """grade() for a problem whose cases span several ranks (see the module's docstring).
+    `gpus`: the GPUs its sandbox of ranks holds, one per rank (grade()'s)."""
     started = time.monotonic()
     info = detect_device(device)
     report = Report(
@@ -149,6 +151,7 @@ def grade_ranks(
     ranked = inputs.ranked_seed(secret_seed, nonce) if mode == Mode.LEADERBOARD else None
     grading = _RankGrading(problem, code, mode, report, ranked, on_progress)
     grading.precision = precision
+    grading.gpus = gpus
     grading.limit_s = timeout_s or problem.timeout_for(mode, precision)
     with tempfile.TemporaryDirectory(prefix="kj-grade-ranks-") as root:
         grading.run(Path(root), isolate, memory_bytes)
@@ -175,6 +178,7 @@ class _RankGrading:
         self.on_progress = on_progress
         self.limit_s = problem.timeout_for(mode)
         self.precision = Precision.STANDARD
+        self.gpus: Sequence[str] | None = None
         self.started = time.monotonic()
 
     @property
@@ -199,7 +203,9 @@ class _RankGrading:
             trusted = self.problem.write_trusted(root)
             self._progress(Progress(ProgressPhase.LOAD))
             names = [Path(name).stem for name in self.problem.files if name.endswith(".py")]
-            session = RankSession(max(sizes), "cpu", isolate=isolate, memory_bytes=memory_bytes)
+            session = RankSession(
+                max(sizes), "cpu", isolate=isolate, memory_bytes=memory_bytes, gpus=self.gpus
+            )
             reference = ReferenceGroup(max(sizes), trusted, names, "cpu")
             loaded_by = min(self.deadline, time.monotonic() + self.problem.load_timeout)
             session.load(self.problem.files, self.code, loaded_by)

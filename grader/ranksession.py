@@ -11,6 +11,7 @@ import shutil
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -94,7 +95,17 @@ def verdict(outcomes: list[RankOutcome], what: str) -> Stop | None:
 class RankSession:
     """The sandbox of one multi-rank grading, `size` ranks, from start to end."""
 
-    def __init__(self, size: int, kind: str, *, isolate: bool, memory_bytes: int | None) -> None:
+    def __init__(
+        self,
+        size: int,
+        kind: str,
+        *,
+        isolate: bool,
+        memory_bytes: int | None,
+        gpus: Sequence[str] | None = None,
+    ) -> None:
+        """`gpus`: on a GPU, the ones the sandbox holds, one per rank (None: those
+        CUDA_VISIBLE_DEVICES names)."""
         self.size = size
         self.kind = kind
         self.deadline = time.monotonic() + 3600.0
@@ -106,11 +117,14 @@ class RankSession:
             sys.executable, "-m", "grader.rankrunner",
             "--channel-fds", ",".join(str(fd) for fd in theirs), "--device", kind,
         ]  # fmt: skip
-        isolation = runner_isolation(self.work, kind, memory_bytes) if isolate else None
-        env = runner_env(self.work, lib, kind, isolated=isolation is not None)
-        # gloo binds to the sandbox's own loopback (the hostname there resolves to nothing).
-        env["GLOO_SOCKET_IFNAME"] = "lo"
         try:
+            # Inside: a sandbox that cannot be set up (a GPU it cannot map) leaves nothing open.
+            isolation = (
+                runner_isolation(self.work, kind, memory_bytes, gpus=gpus) if isolate else None
+            )
+            env = runner_env(self.work, lib, kind, isolated=isolation is not None)
+            # gloo binds to the sandbox's own loopback (the hostname there resolves to nothing).
+            env["GLOO_SOCKET_IFNAME"] = "lo"
             self.child = sandbox.start(
                 argv, cwd=self.work, env=env, pass_fds=tuple(theirs), isolation=isolation
             )

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -110,13 +111,26 @@ def prepare_database() -> None:
 CALLBACK_TRIES_AT_ONCE = 8
 
 
-def worker_argv(queues: list[str], *, grading: bool, concurrency: int) -> list[str]:
-    from server.outbox.app import CALLBACKS_QUEUE
+def worker_argv(queues: list[str], *, grading: bool, concurrency: int, gpus: int = 1) -> list[str]:
+    """Celery's arguments for a worker of these queues; a grading worker of `gpus` GPUs also
+    takes, for each device queue, the queue of every size of grading up to `gpus`
+    (server/outbox/task_names.py)."""
+    from server.outbox.app import CALLBACKS_QUEUE, RESULTS_QUEUE
+    from server.outbox.task_names import queues_taken
 
     name = f"kj-{'-'.join(queues)}-{os.getpid()}@%h"
+    taken = [
+        sized
+        for queue in queues
+        for sized in (
+            [queue]
+            if not grading or queue in (RESULTS_QUEUE, CALLBACKS_QUEUE)
+            else queues_taken(queue, gpus)
+        )
+    ]
     # No gossip, mingle or heartbeat events: workers share nothing but the queues, and
     # those events only add broker traffic (and errors in the log at a broker's restart).
-    argv = ["worker", "--queues", ",".join(queues), "-n", name, "--loglevel", "INFO"]
+    argv = ["worker", "--queues", ",".join(taken), "-n", name, "--loglevel", "INFO"]
     argv += ["--without-gossip", "--without-mingle", "--without-heartbeat"]
     if grading:
         # A pool process is the trusted harness for many gradings (each submission runs in a
@@ -145,7 +159,18 @@ def worker(
         str | None,
         typer.Option(help="comma-separated queues; default: this host's device type"),
     ] = None,
-    concurrency: Annotated[int, typer.Option(min=1, help="gradings at once (one per GPU)")] = 1,
+    concurrency: Annotated[
+        int | None,
+        typer.Option(min=1, help="gradings at once (default 1; with --gpus, one per GPU)"),
+    ] = None,
+    gpus: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="GPUs this worker owns (those CUDA_VISIBLE_DEVICES names, else the host's "
+            "first N): it takes gradings that hold up to N at once, one pool process per GPU",
+        ),
+    ] = 1,
 ) -> None:
     """Run a worker: grades submissions for this host's device (or, next to the API, records
     results with --queues results and sends batches' callbacks with --queues callbacks)."""
@@ -164,6 +189,11 @@ def worker(
         calibration = calibrate_local_device()
         device, peaks = calibration["device"], calibration["peaks"]
         names = names or [device["device_type"]]
+        owned = owned_gpus(device["kind"], gpus, concurrency)
+        if owned:
+            # What nvidia-smi's hygiene baseline and the sandboxes see: this worker's GPUs.
+            os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(owned)
+            concurrency = gpus
         refuse_without_sandbox(device["kind"])
         baseline = gpu_baseline() if device["kind"] == "cuda" else None
         # Set once, before the pool forks: every grading process starts with it.
@@ -173,6 +203,8 @@ def worker(
                 DevicePeaks.from_dict(peaks),
                 baseline,
                 queues=tuple(q for q in names if q not in service_queues),
+                gpus=owned,
+                lease_folder=tempfile.mkdtemp(prefix="kj-gpus-") if owned else None,
             )
         )
         err.print(
@@ -195,7 +227,32 @@ def worker(
 
         # Next to the results step: jobs that never left, or that the broker lost, go again.
         jobs.start_sweeper(get_settings())
-    celery_app.worker_main(worker_argv(names, grading=bool(grading), concurrency=concurrency))
+    celery_app.worker_main(
+        worker_argv(names, grading=bool(grading), concurrency=concurrency or 1, gpus=gpus)
+    )
+
+
+def owned_gpus(kind: str, gpus: int, concurrency: int | None) -> tuple[str, ...]:
+    """The GPUs a worker started with `--gpus` owns where it owns several (none for one,
+    which grades as it always has); stops the command where that cannot be."""
+    from server.worker.lease import owned_gpus as named_gpus
+
+    if gpus == 1:
+        return ()
+    if kind != "cuda":
+        err.print("[red]error:[/] --gpus is for a GPU worker; a CPU worker owns no GPUs")
+        raise typer.Exit(1)
+    if concurrency is not None and concurrency != gpus:
+        err.print(
+            f"[red]error:[/] a worker of {gpus} GPUs runs one pool process per GPU; "
+            "leave --concurrency out"
+        )
+        raise typer.Exit(1)
+    try:
+        return named_gpus(gpus, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    except ValueError as exc:
+        err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from exc
 
 
 def refuse_without_sandbox(kind: str) -> None:

@@ -474,6 +474,10 @@ class OutboxMessage(Base):
     sends: Mapped[int] = mapped_column(Integer, default=0)
     # Set when the job's result is recorded; the sweeper leaves it alone from then on.
     done_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=None, index=True)
+    # The GPUs a grading holds at once (a problem whose cases span ranks, on a GPU device
+    # type: its largest world size; else 1): what it takes of its queue's room, and which
+    # of the queue's sizes it is sent to (server/outbox/dispatch.py).
+    gpus: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
 
 
 class LeaderboardEntry(Base):
@@ -523,14 +527,17 @@ class LeaderboardRecord(Base):
 class GradingSlot(Base):
     """A grading slot a worker said is there to take jobs from a device queue: once as each
     pool process starts, again every few minutes while it lives, and with every job it
-    starts. The dispatcher sends a queue as many jobs at once as it has slots seen lately,
-    so a fresh or long-idle worker takes its share of the next burst."""
+    starts. The dispatcher gives a queue as many GPUs' worth of jobs at once as it has slots
+    seen lately, so a fresh or long-idle worker takes its share of the next burst."""
 
     __tablename__ = "grading_slots"
 
     worker: Mapped[str] = mapped_column(NulFreeString(200), primary_key=True)
     queue: Mapped[str] = mapped_column(NulFreeString(32), primary_key=True)
     seen_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The GPUs its worker owns: the largest grading the slot takes. The slot itself brings
+    # one GPU to its queue's room (a worker of several GPUs runs a pool process per GPU).
+    gpus: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
 
 
 class PasswordReset(Base):

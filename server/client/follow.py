@@ -42,6 +42,8 @@ def describe(submission: dict[str, Any]) -> str:
         wait = submission.get("expected_wait_s")
         if wait is not None:
             text += "; expected to start " + (f"in about {span(wait)}" if wait >= 1 else "now")
+        if submission.get("message"):
+            text += f": {submission['message']}"
         return text
     if status == Status.RUNNING:
         text = f"{head}: running"

@@ -40,6 +40,7 @@ from server.competitions.service import get_competition, phase, when
 from server.errors import BadRequest, Conflict, NotFound
 from server.models import Competition, Judging, JudgingRun, Submission, Team, User, utcnow
 from server.outbox import jobs
+from server.problems import loaded
 from server.submissions import reports
 
 READY = "ready"
@@ -220,7 +221,8 @@ def queue_run(
         )
     )
     queue = run_queue(competition, run.gpu_type)
-    jobs.enqueue(session, jobs.Job.GRADE, run.id, queue=queue, mode=run.mode)
+    gpus = loaded.gpus_for(run.problem, run.gpu_type)
+    jobs.enqueue(session, jobs.Job.GRADE, run.id, queue=queue, mode=run.mode, gpus=gpus)
     return run
 
 

@@ -1,12 +1,17 @@
-"""Which grading goes to a device's queue next. A grading job waits in the outbox until a
-worker of its queue is free (the queue's jobs in flight, sent and not yet recorded, number
-fewer than the workers seen on it lately, plus `KJ_DISPATCH_AHEAD`), and then the waiting
+"""Which grading goes to a device's queue next. A grading job waits in the outbox until its
+queue has room for it, counted in GPUs: the grading slots seen on the queue lately (a slot
+is one pool process, which brings one GPU; `KJ_DISPATCH_AHEAD` adds that many more) less
+the GPUs of the jobs in flight (sent and not yet recorded; a job holds `OutboxMessage.gpus`:
+more than one only for a problem whose cases span ranks on a GPU device type). The waiting
 ones go in fair order (`FAIR_ORDER`): test mode before benchmark mode before leaderboard
 mode; within a mode, users take turns (each user's first waiting job before anyone's second,
 and among users the one served longest ago first), oldest first. One user's backlog or hung
 kernels then delay another user's submission by at most the grading under way, not by the
-whole backlog. The same order gives a waiting submission its place in the queue
-(`server.outbox.places`)."""
+whole backlog. A pass stops at the first job the room cannot hold, so a grading of several
+GPUs is never overtaken, and never starved, by smaller ones behind it; a job that needs more
+GPUs than any worker seen on the queue owns is passed over until one comes, and its
+submission says why (`server.outbox.places`). The same order gives a waiting submission its
+place in the queue (`server.outbox.places`)."""
 
 from __future__ import annotations
 
@@ -108,6 +113,7 @@ def waiting_jobs(queue: str) -> Any:
             OutboxMessage.id,
             OutboxMessage.priority,
             OutboxMessage.user_id,
+            OutboxMessage.gpus,
             turn,
             served.c.last.label("last_served"),
         )
@@ -115,6 +121,17 @@ def waiting_jobs(queue: str) -> Any:
         .where(*open_gradings(queue), OutboxMessage.sent_at.is_(None))
         .subquery("waiting")
     )
+
+
+def gpus_in_flight(session: Session, queue: str) -> int:
+    """The GPUs the grading jobs sent to `queue` and not recorded hold (or will, once
+    started)."""
+    held = session.scalar(
+        select(func.sum(OutboxMessage.gpus)).where(
+            *open_gradings(queue), OutboxMessage.sent_at.is_not(None)
+        )
+    )
+    return int(held or 0)
 
 
 def in_flight(session: Session, queue: str) -> tuple[int, int]:
@@ -129,9 +146,30 @@ def in_flight(session: Session, queue: str) -> tuple[int, int]:
 
 
 def workers_seen(session: Session, queue: str) -> int:
-    """The grading slots on `queue` seen lately (at least one, read again every few
-    seconds): `slots_seen`."""
-    return max(1, _memos.get(("workers", queue), WORKERS_TTL_S, lambda: slots_seen(session, queue)))
+    """The grading slots on `queue` seen lately, which are the GPUs of its room (at least
+    one, read again every few seconds): `slots_seen`."""
+    return max(1, _seen(session, queue)[0])
+
+
+def largest_worker(session: Session, queue: str) -> int:
+    """The GPUs of the largest worker whose slots on `queue` were seen lately (0: none seen;
+    read again every few seconds): `largest_seen`."""
+    return _seen(session, queue)[1]
+
+
+def _seen(session: Session, queue: str) -> tuple[int, int]:
+    return _memos.get(
+        ("workers", queue),
+        WORKERS_TTL_S,
+        lambda: (slots_seen(session, queue), largest_seen(session, queue)),
+    )
+
+
+def fits_a_worker(gpus: int, largest: int) -> bool:
+    """Whether a grading of `gpus` GPUs may be sent to a queue whose largest worker seen
+    lately owns `largest`: a grading of one GPU always may (a queue whose workers have not
+    been seen yet still gets one job, as it always has)."""
+    return gpus <= max(1, largest)
 
 
 def slots_seen(session: Session, queue: str) -> int:
@@ -153,19 +191,35 @@ def slots_seen(session: Session, queue: str) -> int:
     return int(session.scalar(select(func.count()).select_from(slots)) or 0)
 
 
-def slot_seen(session: Session, worker: str, queues: Sequence[str]) -> None:
-    """A grading slot said it takes jobs from these queues; it counts as one of their
-    workers from now on, and again the next time the count is read."""
+def largest_seen(session: Session, queue: str) -> int:
+    """The GPUs of the largest worker among the slots on `queue` seen within
+    `WORKERS_SEEN_FOR`, as the slots said (`slot_seen`); a slot seen only by the submission it
+    started is of one GPU; 0 where no slot was seen."""
+    since = utcnow() - WORKERS_SEEN_FOR
+    said = session.scalar(
+        select(func.max(GradingSlot.gpus)).where(
+            GradingSlot.queue == queue, GradingSlot.seen_at >= since
+        )
+    )
+    if said:
+        return int(said)
+    return 1 if slots_seen(session, queue) else 0
+
+
+def slot_seen(session: Session, worker: str, queues: Sequence[str], gpus: int = 1) -> None:
+    """A grading slot of a worker that owns `gpus` GPUs said it takes jobs from these
+    queues; it counts as one of their workers from now on, and again the next time the
+    count is read."""
     now = utcnow()
     dialect = session.bind.dialect.name if session.bind is not None else ""
     insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
     for queue in queues:
         # An upsert: a slot's hello and its first job's start may be recorded at once.
-        statement = insert(GradingSlot).values(worker=worker, queue=queue, seen_at=now)
+        statement = insert(GradingSlot).values(worker=worker, queue=queue, seen_at=now, gpus=gpus)
         session.execute(
             statement.on_conflict_do_update(
                 index_elements=[GradingSlot.worker, GradingSlot.queue],
-                set_={"seen_at": statement.excluded.seen_at},
+                set_={"seen_at": statement.excluded.seen_at, "gpus": statement.excluded.gpus},
             )
         )
         _memos.drop(("workers", queue))
@@ -180,13 +234,32 @@ def lock_queue(session: Session, queue: str) -> None:
 
 
 def next_jobs(session: Session, queue: str, ahead: int) -> Sequence[OutboxMessage]:
-    """The grading jobs to send to `queue` now, in order: as many as its workers have room
-    for, plus `ahead` (none while every worker is busy)."""
+    """The grading jobs to send to `queue` now, in the fair order: as many as its free GPUs
+    hold, plus `ahead` more GPUs' worth (none while every GPU is busy). The pass stops at
+    the first job that does not fit what is left: no smaller job behind it goes first, so
+    the GPUs that free up next are its, and a grading of several GPUs is never starved by a
+    stream of one-GPU gradings (its wait is the gradings under way, as for any job). A job
+    that needs more GPUs than any worker seen on the queue owns is passed over, not waited
+    for: it would hold the queue for good; it goes once such a worker is seen."""
     lock_queue(session, queue)
-    room = workers_seen(session, queue) + ahead - sum(in_flight(session, queue))
+    room = workers_seen(session, queue) + ahead - gpus_in_flight(session, queue)
     if room <= 0:
         return []
-    ids = [row_id for row_id, _ in fair_order(session, queue, room)]
+    largest = max(1, largest_worker(session, queue))
+    waiting = waiting_jobs(queue)
+    # Each job holds at least one GPU, so no more than `room` of them can go.
+    candidates = session.execute(
+        select(waiting.c.id, waiting.c.gpus)
+        .where(waiting.c.gpus <= largest)
+        .order_by(*order_by(waiting))
+        .limit(room)
+    ).all()
+    ids = []
+    for row_id, gpus in candidates:
+        if gpus > room:
+            break
+        room -= gpus
+        ids.append(int(row_id))
     if not ids:
         return []
     rows = {

@@ -25,7 +25,7 @@ from server.db import session_scope
 from server.models import OutboxMessage, utcnow
 from server.outbox import broker, dispatch
 from server.outbox.app import celery_app
-from server.outbox.task_names import TASKS
+from server.outbox.task_names import TASKS, sized_queue
 from server.outbox.task_names import Job as Job  # services say jobs.Job
 from server.settings import Settings, get_settings
 
@@ -98,15 +98,18 @@ def enqueue(
     *,
     user_id: int | None = None,
     mode: str | None = None,
+    gpus: int = 1,
 ) -> None:
     """Ask for a job in the caller's transaction; it is sent when that commits (a grading,
-    for `user_id` in `mode`, when its queue has room and its turn comes)."""
+    for `user_id` in `mode`, holding `gpus` GPUs, when its queue has room for it and its
+    turn comes)."""
     row = OutboxMessage(
         job=job.value,
         subject_id=subject_id,
         queue=queue,
         user_id=user_id,
         priority=dispatch.priority(mode) if mode is not None else 0,
+        gpus=max(1, gpus),
     )
     session.add(row)
     session.flush()
@@ -291,7 +294,12 @@ def send(session: Session, row: OutboxMessage, settings: Settings, producer: Any
         return False
     task_id = str(uuid.uuid4())
     celery_app.send_task(
-        TASKS[job], args=args, queue=row.queue, task_id=task_id, retry=False, producer=producer
+        TASKS[job],
+        args=args,
+        queue=sized_queue(row.queue, row.gpus),
+        task_id=task_id,
+        retry=False,
+        producer=producer,
     )
     row.sent_at = utcnow()
     row.task_id = task_id
@@ -357,7 +365,7 @@ def _lost(session: Session, rows: Sequence[OutboxMessage], settings: Settings) -
     message being taken: `_confirmed`). On the embedded
     broker, which cannot tell a taken job from a finished one, a taken job counts as lost
     only once its time limit has passed since it was sent."""
-    held = broker.held(settings, {row.queue for row in rows})
+    held = broker.held(settings, {sized_queue(row.queue, row.gpus) for row in rows})
     lost = []
     now = utcnow()
     for row in rows:

@@ -43,10 +43,27 @@ def _place(priority: int, turn: int, last_served: datetime | None, row_id: int) 
 @dataclass(frozen=True)
 class Wait:
     """Where a queued submission stands: submissions that will start before it (on this
-    queue, if no new one comes first) and the expected time until it starts."""
+    queue, if no new one comes first) and the expected time until it starts; or, for a
+    grading that needs more GPUs than any worker of its queue owns, why it cannot start
+    (`held`, and no expected time)."""
 
     position: int
     expected_s: float | None
+    held: str | None = None
+
+
+def too_big(gpus: int, queue: str, largest: int) -> str:
+    """Why a grading of `gpus` GPUs waits on a queue whose largest worker owns `largest`."""
+    if largest <= 0:
+        return (
+            f"it needs {gpus} GPUs at once, and no worker of {queue} has been seen lately; "
+            "it starts once one that owns that many is"
+        )
+    owns = "1 GPU" if largest == 1 else f"{largest} GPUs"
+    return (
+        f"it needs {gpus} GPUs at once, and the largest worker of {queue} seen lately owns "
+        f"{owns}; it starts once one that owns {gpus} is"
+    )
 
 
 @dataclass(frozen=True)
@@ -218,6 +235,9 @@ def wait_for(session: Session, submission: Submission) -> Wait | None:
         ahead, running = _ahead_of_new(session, queue, view, row)
     else:  # sent after the view was taken
         ahead = list(view.in_broker)
+    largest = dispatch.largest_worker(session, queue)
+    if not dispatch.fits_a_worker(row.gpus, largest):
+        return Wait(position=len(ahead), expected_s=None, held=too_big(row.gpus, queue, largest))
     durations = typical_durations(session, queue)
     now = utcnow()
     remaining = sum(

@@ -46,3 +46,20 @@ REPORTS = {
     RECORD_VALIDATION: (Job.VALIDATE, "validation_id"),
     RECORD_BASELINES: (Job.BASELINE, "baseline_id"),
 }
+
+
+# A grading that holds several GPUs goes to a queue of its size beside its device queue's
+# ("h100.x4" for four on "h100"), and a worker of N GPUs takes from its device queue and
+# from every size up to N: any worker on a queue may take any of its messages, so only
+# sizes keep a grading from a worker too small for it (server/outbox/dispatch.py).
+SIZE_SEPARATOR = ".x"
+
+
+def sized_queue(queue: str, gpus: int) -> str:
+    """The queue a grading of `gpus` GPUs dispatched on `queue` is sent to."""
+    return queue if gpus <= 1 else f"{queue}{SIZE_SEPARATOR}{gpus}"
+
+
+def queues_taken(queue: str, gpus: int) -> list[str]:
+    """The queues a worker of `gpus` GPUs takes gradings of `queue` from: every size it holds."""
+    return [sized_queue(queue, size) for size in range(1, max(1, gpus) + 1)]

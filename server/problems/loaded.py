@@ -31,3 +31,16 @@ def problem_files(problem: Problem) -> dict[str, Any]:
         "files": problem.files,
         "untrusted_reference": problem.owner_id is not None,
     }
+
+
+def device_kind(gpu_type: str) -> str:
+    """The kind of device a device type names ("cpu" or "cuda"), as the grader chooses a
+    problem's cases by it: every device type but `cpu` is a GPU's."""
+    return "cpu" if gpu_type == "cpu" else "cuda"
+
+
+def gpus_for(problem: Problem, gpu_type: str) -> int:
+    """The GPUs one grading of the problem's current version holds on this device type: more
+    than one only for a problem whose cases span ranks, on a GPU (grader/problem.py)."""
+    kind = device_kind(gpu_type)
+    return 1 if kind == "cpu" else loaded(problem).gpus_for(kind)

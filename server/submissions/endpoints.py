@@ -325,7 +325,8 @@ def submission_out(session: Session, submission: Submission, viewer: User) -> Su
         **summary_fields(submission),
         problem_version=submission.problem_version,
         user=submission.user.name,
-        message=shown.message,
+        # While queued, a grading that no worker of its queue can hold says why.
+        message=wait.held if wait is not None and wait.held else shown.message,
         flags=shown.flags,
         error_class=service.error_class_of(submission),
         flag_codes=flag_codes(shown.flags),

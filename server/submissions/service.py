@@ -37,7 +37,7 @@ from server.errors import (
 from server.leaderboards import upkeep
 from server.models import Problem, Submission, SubmissionVerdict, User, utcnow
 from server.outbox import jobs, places
-from server.problems import baselines
+from server.problems import baselines, loaded
 from server.problems import repository as problem_repository
 from server.problems import service as problems
 from server.settings import Settings
@@ -153,7 +153,15 @@ def create_submission(
     )
     session.add(submission)
     session.flush()
-    jobs.enqueue(session, jobs.Job.GRADE, submission.id, queue=gpu_type, user_id=user.id, mode=mode)
+    jobs.enqueue(
+        session,
+        jobs.Job.GRADE,
+        submission.id,
+        queue=gpu_type,
+        user_id=user.id,
+        mode=mode,
+        gpus=loaded.gpus_for(problem, gpu_type),
+    )
     return submission, False
 
 
@@ -404,6 +412,7 @@ def moderate(
             queue=graded_on(session, submission),
             user_id=submission.user_id,
             mode=submission.mode,
+            gpus=loaded.gpus_for(submission.problem, submission.gpu_type),
         )
     else:
         raise BadRequest(f"unknown action {action!r}")

@@ -9,6 +9,7 @@ from typing import Any
 from grader.problem import Problem as GraderProblem
 from grader.report import CaseResult
 from server.client.figures import CaseFigures, Judgement, judge_figures, labels
+from server.problems.loaded import device_kind
 
 
 def judge(cases: list[CaseResult], *, scored: bool, warm_inputs: bool) -> Judgement:
@@ -28,11 +29,6 @@ def judge(cases: list[CaseResult], *, scored: bool, warm_inputs: bool) -> Judgem
         scored=scored,
         warm_inputs=warm_inputs,
     )
-
-
-def device_kind(gpu_type: str) -> str:
-    """The kind of device a GPU type names, as the grader's cases are chosen by it."""
-    return "cpu" if gpu_type == "cpu" else "cuda"
 
 
 def benchmarks_by_gpu(

@@ -27,6 +27,18 @@ class GpuWorker:
     )
     # The device queues it takes jobs from, as its slots tell the dispatcher.
     queues: tuple[str, ...] = ()
+    # The GPUs it owns where it owns several (`kerneljudge worker --gpus N`), as
+    # CUDA_VISIBLE_DEVICES names them: one pool process per GPU, each grading on its own
+    # one, and a grading of several GPUs holding its own and others leased from the rest
+    # (server/worker/lease.py, kept in `lease_folder`). Empty for a worker of one GPU or of
+    # the CPU, which grades on what CUDA_VISIBLE_DEVICES names, as it always has.
+    gpus: tuple[str, ...] = ()
+    lease_folder: str | None = None
+
+    @property
+    def gpu_count(self) -> int:
+        """The GPUs it owns: the largest grading it takes."""
+        return max(1, len(self.gpus))
 
 
 _current: GpuWorker | None = None
@@ -48,9 +60,19 @@ def current() -> GpuWorker:
     return _current or GpuWorker()
 
 
+def slot_index() -> int:
+    """This pool process's slot in its worker's pool (0 where there is no pool): the same for
+    the pool processes that take turns in it."""
+    return int(getattr(current_process(), "index", 0) or 0)
+
+
 def worker_name() -> str:
     """This grading slot, as reports, logs and the dispatcher name it: the host, the worker's
-    main process and the pool slot, the same for the pool processes that take turns in it
-    (the slot is 0 where there is no pool)."""
-    slot = getattr(current_process(), "index", 0)
-    return f"{socket.gethostname()}:{os.getppid()}.{slot}"
+    main process and the pool slot (`slot_index`)."""
+    return f"{socket.gethostname()}:{os.getppid()}.{slot_index()}"
+
+
+def own_gpu(worker: GpuWorker) -> str | None:
+    """The GPU of this pool process in a worker of several (its slot's, in the worker's
+    order); None in a worker of one GPU or of the CPU."""
+    return worker.gpus[slot_index() % len(worker.gpus)] if worker.gpus else None

@@ -14,8 +14,10 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -40,6 +42,7 @@ from grader.validate import validate
 from server.outbox import task_names
 from server.outbox.app import RESULTS_QUEUE, celery_app
 from server.worker import context
+from server.worker.lease import GpuLease
 from server.worker.progress import ProgressSender
 
 log = logging.getLogger(__name__)
@@ -68,26 +71,45 @@ def _ready_for_gradings(**_: Any) -> None:
     if not context.is_grading():
         return
     worker = context.current()
+    own = context.own_gpu(worker)
+    if own is not None:
+        # In a worker of several GPUs each pool process has one of its own: its harness, its
+        # waiting runners and its gradings of one GPU are there, as in a worker of one GPU.
+        os.environ["CUDA_VISIBLE_DEVICES"] = own
+        context.start(replace(worker, gpu_baseline=own_baseline(worker, own)))
+        worker = context.current()
     if worker.device == "cuda":
         torch.cuda.init()
         torch.cuda.synchronize()
     STANDBY.refill(worker.device, isolate=True, memory_bytes=worker.memory_bytes)
     if worker.queues:
         threading.Thread(
-            target=_say_present, args=(worker.queues,), name="kj-presence", daemon=True
+            target=_say_present,
+            args=(worker.queues, worker.gpu_count),
+            name="kj-presence",
+            daemon=True,
         ).start()
 
 
-def _say_present(queues: tuple[str, ...]) -> None:
+def own_baseline(worker: context.GpuWorker, own: str) -> tuple[int, ...] | None:
+    """Of the GPU memory in use at the worker's start (one figure per GPU it owns, in its
+    order), the pool process's own GPU's."""
+    baseline = worker.gpu_baseline
+    if baseline is None or len(baseline) != len(worker.gpus):
+        return baseline
+    return (baseline[worker.gpus.index(own)],)
+
+
+def _say_present(queues: tuple[str, ...], gpus: int = 1) -> None:
     """Tell the dispatcher, now and every few minutes, that this slot takes jobs from its
-    queues: a slot that has not graded anything lately still gets its share of a burst."""
+    queues (and, in a worker of several GPUs, how many it owns: the largest grading it
+    takes): a slot that has not graded anything lately still gets its share of a burst."""
+    args: list[Any] = [context.worker_name(), list(queues)]
+    if gpus > 1:
+        args.append(gpus)  # a worker of one GPU says what older releases said
     while True:
         try:
-            celery_app.send_task(
-                task_names.RECORD_SLOT,
-                args=[context.worker_name(), list(queues)],
-                queue=RESULTS_QUEUE,
-            )
+            celery_app.send_task(task_names.RECORD_SLOT, args=args, queue=RESULTS_QUEUE)
         except Exception:
             log.info("could not tell the results step this slot is here", exc_info=True)
         time.sleep(PRESENCE_EVERY_S)
@@ -131,8 +153,12 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
     """Grade one submission on this worker's device; its files (a profile's Nsight Compute
     report) go to the results step before its report, each on its own."""
     files: dict[str, bytes] = {}
+    worker = context.current()
+    needs = gpus_needed(payload, worker)
 
-    def work(worker: context.GpuWorker) -> Result:
+    def work(worker: context.GpuWorker, gpus: tuple[str, ...] | None) -> Result:
+        if needs > worker.gpu_count and worker.gpus:
+            return failed_for(f"it needs {needs} GPUs at once; this worker owns {worker.gpu_count}")
         problem = problem_of(payload)
         validated = payload.get("test_cases_timeout_s")
         if validated is not None:
@@ -147,27 +173,34 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
                 on_progress=progress,
                 # A job that names no precision (an older server sent it) is timed standard.
                 precision=payload.get("precision", Precision.STANDARD),
+                gpus=gpus,
                 **trust(payload),
                 **machine(worker),
             )
         files.update(graded.contents)
         return graded.to_dict()
 
-    def failed(exc: Exception) -> Result:
+    def failed_for(message: str) -> Result:
         return Report(
             status=Status.ERROR,
             problem=payload["problem"]["name"],
             mode=Mode(payload["mode"]),
             device=context.current().device,
-            message=f"the grader failed on this worker ({type(exc).__name__}); "
-            "an organizer has been told through the worker's log",
+            message=message,
             flags=[GRADER_FAILURE],
         ).to_dict()
+
+    def failed(exc: Exception) -> Result:
+        return failed_for(
+            f"the grader failed on this worker ({type(exc).__name__}); "
+            "an organizer has been told through the worker's log"
+        )
 
     def started() -> None:
         notify(task_names.RECORD_STARTED, submission_id, context.worker_name())
 
-    report = gpu_job(f"submission {submission_id}", work, failed, started)
+    label = f"submission {submission_id}"
+    report = gpu_job(label, work, failed, started, gpus=min(needs, worker.gpu_count))
     # Files before the report: the recorded report marks the job done, so a file sent after
     # it and lost with its worker would never come; one sent before comes again with the
     # job's next grading when the report never comes.
@@ -187,7 +220,7 @@ def grade(submission_id: int, payload: dict[str, Any]) -> None:
 def validate_problem(validation_id: int, payload: dict[str, Any]) -> None:
     """Validate one version of a problem on this worker's device."""
 
-    def work(worker: context.GpuWorker) -> Result:
+    def work(worker: context.GpuWorker, gpus: tuple[str, ...] | None) -> Result:
         return validate(
             problem_of(payload),
             dict(payload.get("solutions") or {}),
@@ -214,7 +247,7 @@ def time_problem_baselines(baseline_id: int, payload: dict[str, Any]) -> None:
     worker's device, in leaderboard mode through the same harness and sandbox as a ranked
     submission."""
 
-    def work(worker: context.GpuWorker) -> Result:
+    def work(worker: context.GpuWorker, gpus: tuple[str, ...] | None) -> Result:
         return time_baselines(
             problem_of(payload),
             secret_seed=payload.get("secret_seed"),
@@ -233,22 +266,48 @@ def time_problem_baselines(baseline_id: int, payload: dict[str, Any]) -> None:
 
 def gpu_job(
     label: str,
-    work: Callable[[context.GpuWorker], Result],
+    work: Callable[[context.GpuWorker, tuple[str, ...] | None], Result],
     failed: Callable[[Exception], Result],
     started: Callable[[], None] | None = None,
+    gpus: int = 1,
 ) -> Result:
-    """The skeleton of every job here: a clean GPU first, then the work; a failure of the
-    grader itself still ends the job with a report, so nothing is stranded."""
+    """The skeleton of every job here: its GPUs held (in a worker of several), a clean GPU,
+    then the work, handed the GPUs it holds; a failure of the grader itself still ends the
+    job with a report, so nothing is stranded."""
     worker = context.current()
-    if worker.device == "cuda":
-        refuse_unclean_gpu(worker, label)
-    if started is not None:
-        started()
+    with held_gpus(worker, gpus) as held:
+        if worker.device == "cuda":
+            refuse_unclean_gpu(worker, label)
+        if started is not None:
+            started()
+        try:
+            return work(worker, held)
+        except Exception as exc:
+            log.exception("%s failed inside the grader", label)
+            return failed(exc)
+
+
+@contextmanager
+def held_gpus(worker: context.GpuWorker, count: int) -> Iterator[tuple[str, ...] | None]:
+    """In a worker of several GPUs, `count` of them, this pool process's own among them, that
+    no other grading of the worker holds, for the block (waiting for them first); None in a
+    worker of one GPU or of the CPU, whose gradings use what CUDA_VISIBLE_DEVICES names."""
+    if not worker.gpus or worker.lease_folder is None:
+        yield None
+        return
+    lease = GpuLease(Path(worker.lease_folder), worker.gpus)
+    with lease.hold(count, context.own_gpu(worker)) as held:
+        yield held
+
+
+def gpus_needed(payload: dict[str, Any], worker: context.GpuWorker) -> int:
+    """The GPUs a grading of the job's problem holds on this worker's device (as the
+    dispatcher counted them: grader/problem.py); 1 where the problem does not load, which
+    the grading then reports."""
     try:
-        return work(worker)
-    except Exception as exc:
-        log.exception("%s failed inside the grader", label)
-        return failed(exc)
+        return problem_of(payload).gpus_for(worker.device)
+    except Exception:
+        return 1
 
 
 def refuse_unclean_gpu(worker: context.GpuWorker, job: str) -> None:

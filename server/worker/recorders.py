@@ -128,17 +128,22 @@ def record_baselines(result: dict[str, Any]) -> None:
 SLOT_NAME_MAX = 200
 QUEUE_NAME_MAX = 32
 QUEUES_MAX = 16
+# The most GPUs a slot's worker may say it owns (a host of eight, with room to spare).
+SLOT_GPUS_MAX = 64
 
 
 @celery_app.task(name=task_names.RECORD_SLOT, **RETRY)
-def record_slot(worker: str, queues: list[str]) -> None:
-    """A grading slot says it is there to take jobs from these queues; any waiting there
-    go to it now."""
+def record_slot(worker: str, queues: list[str], gpus: int = 1) -> None:
+    """A grading slot says it is there to take jobs from these queues, and how many GPUs its
+    worker owns (a worker of one GPU, or of an older release, does not say); any waiting
+    there go to it now."""
     names = [q for q in queues if isinstance(q, str) and 0 < len(q) <= QUEUE_NAME_MAX]
     if not isinstance(worker, str) or not 0 < len(worker) <= SLOT_NAME_MAX:
         return
+    if not isinstance(gpus, int) or isinstance(gpus, bool) or not 1 <= gpus <= SLOT_GPUS_MAX:
+        return
     names = sorted(set(names))[:QUEUES_MAX]
     with session_scope() as session:
-        dispatch.slot_seen(session, worker, names)
+        dispatch.slot_seen(session, worker, names, gpus)
     for queue in names:
         jobs.dispatch_after(queue)

@@ -4,6 +4,7 @@ PCI order, or UUIDs) mapped to /dev/nvidiaN through nvidia-smi and the driver's 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -65,3 +66,44 @@ def test_a_delegated_cgroup_may_be_named_with_or_without_its_mount() -> None:
     mount = Path("/sys/fs/cgroup")
     assert _under_mount("/kj", mount) == "kj"
     assert _under_mount("/sys/fs/cgroup/kj/workers", mount) == "kj/workers"
+
+
+def test_a_gradings_leased_gpus_are_the_nodes_its_sandbox_holds(
+    host: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker of several GPUs hands a grading the GPUs it leased (server/worker/lease.py):
+    its sandbox, a runner's or the ranks', holds those GPUs' nodes and no other of the
+    worker's; without a lease, what CUDA_VISIBLE_DEVICES names, as ever."""
+    from grader import ranksession
+    from grader.confine import runner_isolation
+
+    monkeypatch.setattr(bwrap.glob, "glob", lambda _: [f"/dev/nvidia{m}" for m in (0, 1, 2)])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+
+    def numbered(devices: Sequence[str]) -> list[str]:
+        return [d for d in devices if d[len("/dev/nvidia") :].isdigit()]
+
+    assert numbered(runner_isolation(tmp_path, "cuda", gpus=("0", "2")).devices) == [
+        "/dev/nvidia2",
+        "/dev/nvidia1",
+    ]
+    assert numbered(runner_isolation(tmp_path, "cuda").devices) == [
+        "/dev/nvidia2",
+        "/dev/nvidia0",
+        "/dev/nvidia1",
+    ]
+    assert runner_isolation(tmp_path, "cpu", gpus=("0",)).devices == ()
+
+    asked: list[object] = []
+
+    class Stop(Exception):
+        pass
+
+    def isolation(*args: object, **kwargs: object) -> None:
+        asked.append(kwargs.get("gpus"))
+        raise Stop
+
+    monkeypatch.setattr(ranksession, "runner_isolation", isolation)
+    with pytest.raises(Stop):
+        ranksession.RankSession(2, "cuda", isolate=True, memory_bytes=None, gpus=("1", "2"))
+    assert asked == [("1", "2")]
