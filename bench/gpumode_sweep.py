@@ -39,9 +39,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -49,6 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = "submission.py"
 DEFAULT_TIMEOUT_S = 900.0
 REASON_CHARS = 300
+T = TypeVar("T")
 STEP_MARK = "kj-sweep step: "  # what the child says on stderr as each step begins
 
 
@@ -163,6 +165,35 @@ def validate_one(
 # -- the sweep -------------------------------------------------------------------------------
 
 
+def run_bounded(command: list[str], timeout_s: float) -> tuple[int | None, str, str]:
+    """Run `command` from the repository in a session of its own, stopped with whatever it
+    started after `timeout_s`: its exit status (None: it was stopped), stdout and stderr."""
+    child = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, start_new_session=True
+    )
+    try:
+        out, err = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+        out, err = child.communicate()
+        return None, out.decode(errors="replace"), err.decode(errors="replace")
+    return child.returncode, out.decode(errors="replace"), err.decode(errors="replace")
+
+
+def pending(
+    items: Iterable[tuple[T, str]], done: Collection[str], only: Sequence[str]
+) -> list[tuple[T, str]]:
+    """The (item, label) pairs a sweep has still to do: not done, and matching one of the
+    globs of `only` where it names any."""
+    return [
+        (item, label)
+        for item, label in items
+        if label not in done
+        and (not only or any(fnmatch.fnmatch(label, pattern) for pattern in only))
+    ]
+
+
 def run_one(
     folder: Path,
     label: str,
@@ -180,16 +211,9 @@ def run_one(
     if declared:
         command += ["--declared-json", json.dumps(declared)]
     started = time.monotonic()
-    child = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, start_new_session=True
-    )
-    try:
-        out, err = child.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)
-        _, err = child.communicate()
-        step = last_step(err.decode(errors="replace"))
+    returncode, out, err = run_bounded(command, timeout_s)
+    if returncode is None:
+        step = last_step(err)
         return Row(
             label,
             device,
@@ -198,13 +222,12 @@ def run_one(
             + (f" (in: {step})" if step else ""),
             wall_s=time.monotonic() - started,
         )
-    lines = out.decode(errors="replace").strip().splitlines()
-    if child.returncode != 0 or not lines:
-        text = err.decode(errors="replace")
-        step = last_step(text)
-        tail = [line for line in text.strip().splitlines() if not line.startswith(STEP_MARK)]
-        killed = " (killed: out of memory?)" if child.returncode == -signal.SIGKILL else ""
-        reason = f"the sweep's child exited with {child.returncode}{killed}"
+    lines = out.strip().splitlines()
+    if returncode != 0 or not lines:
+        step = last_step(err)
+        tail = [line for line in err.strip().splitlines() if not line.startswith(STEP_MARK)]
+        killed = " (killed: out of memory?)" if returncode == -signal.SIGKILL else ""
+        reason = f"the sweep's child exited with {returncode}{killed}"
         reason += (f" in: {step}" if step else "") + ": " + " | ".join(tail[-3:])
         return Row(label, device, "error", reason, wall_s=time.monotonic() - started)
     raw = json.loads(lines[-1])
@@ -337,13 +360,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--resume needs --json")
     rows = load_rows(args.json, args.device) if args.resume else []
     done = {row.problem for row in rows}
-    todo = []
-    for folder in problem_folders(args.checkout):
-        label = problem_label(folder, args.checkout)
-        if args.only and not any(fnmatch.fnmatch(label, pattern) for pattern in args.only):
-            continue
-        if label not in done:
-            todo.append((folder, label))
+    folders = problem_folders(args.checkout)
+    todo = pending(((f, problem_label(f, args.checkout)) for f in folders), done, args.only)
     declarations = (yaml.safe_load(args.declare.read_text()) or {}) if args.declare else {}
     rows = sweep(
         todo,

@@ -36,14 +36,10 @@ On a CPU, `--ours-only --device cpu` runs our side only, skipping candidates tha
 from __future__ import annotations
 
 import argparse
-import contextlib
 import fnmatch
 import json
 import math
-import os
 import platform
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -51,7 +47,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from bench.gpumode_sweep import one_line
+from bench.gpumode_sweep import one_line, run_bounded
 from bench.kernelbench_candidates import (
     DEFAULT_PERF_TRIALS,
     KINDS,
@@ -350,21 +346,14 @@ def child(arguments: list[str], timeout_s: float) -> dict[str, Any]:
     whatever it started after `timeout_s`); its result line, or why there is none."""
     command = [sys.executable, "-m", "bench.kernelbench_side_by_side", *arguments]
     started = time.monotonic()
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, start_new_session=True
-    )
-    try:
-        out, err = process.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
+    returncode, out, err = run_bounded(command, timeout_s)
+    if returncode is None:
         return {"error": f"did not finish within {timeout_s:g} s", "wall_s": timeout_s}
     wall = round(time.monotonic() - started, 1)
-    results = [line for line in out.decode(errors="replace").splitlines() if line.startswith(MARK)]
-    if process.returncode != 0 or not results:
-        tail = err.decode(errors="replace").strip().splitlines()[-4:]
-        return {"error": f"exited with {process.returncode}: " + " | ".join(tail), "wall_s": wall}
+    results = [line for line in out.splitlines() if line.startswith(MARK)]
+    if returncode != 0 or not results:
+        tail = err.strip().splitlines()[-4:]
+        return {"error": f"exited with {returncode}: " + " | ".join(tail), "wall_s": wall}
     return {**json.loads(results[-1][len(MARK) :]), "wall_s": wall}
 
 

@@ -24,14 +24,13 @@ Needs only torch, pyyaml and this repository's `grader/` and `sandbox/`.
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
 import platform
 import sys
 from collections import Counter
 from pathlib import Path
 
-from bench.gpumode_sweep import DEFAULT_TIMEOUT_S, Row, load_rows, one_line, sweep
+from bench.gpumode_sweep import DEFAULT_TIMEOUT_S, Row, load_rows, one_line, pending, sweep
 
 LEVELS = (1, 2, 3, 4)
 AS_PROMISED = "as promised"
@@ -133,13 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--resume needs --json")
     rows = load_rows(args.json, args.device) if args.resume and args.json.is_file() else []
     done = {row.problem for row in rows}
-    todo = []
-    for path in modules(args.checkout, tuple(args.levels)):
-        label = module_label(path)
-        if args.only and not any(fnmatch.fnmatch(label, pattern) for pattern in args.only):
-            continue
-        if label not in done:
-            todo.append((path, label))
+    labelled = ((path, module_label(path)) for path in modules(args.checkout, tuple(args.levels)))
+    todo = pending(labelled, done, args.only)
     rows = sweep(
         todo,
         rows,
