@@ -5,10 +5,12 @@ problems, bundle, leaderboard, submissions, standings)."""
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -204,7 +206,7 @@ def worker(
                 baseline,
                 queues=tuple(q for q in names if q not in service_queues),
                 gpus=owned,
-                lease_folder=tempfile.mkdtemp(prefix="kj-gpus-") if owned else None,
+                lease_folder=lease_folder() if owned else None,
             )
         )
         err.print(
@@ -230,6 +232,14 @@ def worker(
     celery_app.worker_main(
         worker_argv(names, grading=bool(grading), concurrency=concurrency or 1, gpus=gpus)
     )
+
+
+def lease_folder() -> str:
+    """A folder for the GPU lease of a worker of several GPUs, removed when the worker exits
+    (its pool processes leave through os._exit, so only the main process removes it)."""
+    folder = tempfile.mkdtemp(prefix="kj-gpus-")
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
 
 
 def owned_gpus(kind: str, gpus: int, concurrency: int | None) -> tuple[str, ...]:
